@@ -1,0 +1,1 @@
+"""The read side: projections of the ledger into SQL tables."""

@@ -1,0 +1,1 @@
+"""Adapters: the event store (the ``eventsourcing`` library) configured for the ledger."""

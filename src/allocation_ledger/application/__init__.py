@@ -1,0 +1,1 @@
+"""The service layer: the :class:`Ledger` API (load, decide, save) and its inputs and views."""

@@ -1,0 +1,193 @@
+"""The service API: :class:`Ledger`.
+
+Every command validates its input (pydantic), loads the streams it needs, lets the domain
+decide, and appends everything it changed in one atomic write. A rejected command raises a
+:class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application import moving, providing
+from allocation_ledger.application.inputs import (
+    ClaimIn,
+    ConsumerWriteIn,
+    ReleaseIn,
+    UuidIn,
+    parse,
+    request_meta,
+)
+from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
+from allocation_ledger.domain import claims
+from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.migration import Migration
+
+
+class Ledger(providing.ProviderCommands, moving.MoveCommands):
+    """The allocation ledger's service API over one event store.
+
+    Open one with :func:`allocation_ledger.open_ledger`. Commands take the generations
+    they depend on (``None`` for a consumer that holds nothing) and an optional ``request``
+    mapping with ``actor``, ``request_id`` and ``reason``, stored with every event.
+    Safe to share between threads; many processes may write to one PostgreSQL store.
+    """
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- allocations ------------------------------------------------------------------------
+
+    def claim(
+        self,
+        consumer_uuid: str,
+        allocations: Mapping[str, Mapping[str, int]],
+        expected_generation: int | None,
+        *,
+        project_id: str,
+        user_id: str,
+        consumer_type: str = "INSTANCE",
+        devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        request: Mapping[str, str] | None = None,
+    ) -> ConsumerView:
+        """Give one consumer these allocations (provider -> class -> amount), replacing what it
+        held. ``expected_generation`` is ``None`` for a new or emptied consumer, else its
+        current generation. Device-backed classes take free devices, lowest id first, unless
+        ``devices`` (provider -> class -> ids) names them. Returns the consumer afterwards.
+        """
+        cmd = parse(ClaimIn, consumer_uuid=consumer_uuid, allocations=allocations,
+                    expected_generation=expected_generation, project_id=project_id,
+                    user_id=user_id, consumer_type=consumer_type, devices=devices or {})
+        meta = request_meta(request)
+        run(self.store, lambda s: claims.write(s, [_write(cmd)], meta))
+        return self.consumer(cmd.consumer_uuid)
+
+    def write_allocations(
+        self,
+        writes: Sequence[Mapping[str, Any]],
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> list[ConsumerView]:
+        """Replace the allocations of several consumers in one atomic write (Placement's
+        ``POST /allocations``). Each item has ``consumer_uuid``, ``allocations`` (empty to
+        release), ``expected_generation``, ``project_id``, ``user_id`` and optionally
+        ``consumer_type`` and ``devices``. All succeed or none does.
+        """
+        if not writes:
+            raise InvalidRequest("a write needs at least one consumer")
+        cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
+        meta = request_meta(request)
+        run(self.store, lambda s: claims.write(s, [_write(c) for c in cmds], meta))
+        return [self.consumer(c.consumer_uuid) for c in cmds]
+
+    def release(
+        self,
+        consumer_uuid: str,
+        expected_generation: int | None,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> None:
+        """Remove a consumer's allocations and devices, checking its generation. An instance
+        mid-move releases its migration's allocations too (the migration is aborted)."""
+        cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
+                    expected_generation=expected_generation)
+        meta = request_meta(request)
+        run(self.store, lambda s: claims.release(s, cmd.consumer_uuid,
+                                                 cmd.expected_generation, meta))
+
+    def force_release(
+        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None
+    ) -> bool:
+        """Release ignoring the generation; ``False`` (a no-op) if it held nothing."""
+        cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
+        meta = request_meta(request)
+        return run(self.store, lambda s: claims.release(s, cmd.consumer_uuid, None, meta,
+                                                        forced=True))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def consumer(self, consumer_uuid: str) -> ConsumerView:
+        """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
+        uuid = _uuid(consumer_uuid)
+        session = Session(self.store)
+        found = session.consumer(uuid)
+        moving_with = claims.in_flight_migration(session, found)
+        return ConsumerView.of(uuid, found, moving_with.uuid if moving_with else None)
+
+    def provider(self, provider_uuid: str) -> ProviderView:
+        """A provider's inventory, usage, devices and generation."""
+        return ProviderView.of(Session(self.store).provider(_uuid(provider_uuid)))
+
+    def tree(self, root_uuid: str) -> dict[str, ProviderView]:
+        """Every provider of a tree (the root and all below it), by UUID."""
+        session = Session(self.store)
+        found: dict[str, ProviderView] = {}
+        pending = [_uuid(root_uuid)]
+        while pending:
+            provider = session.provider(pending.pop())
+            found[provider.uuid] = ProviderView.of(provider)
+            pending.extend(provider.children)
+        return dict(sorted(found.items()))
+
+    def tree_usages(self, root_uuid: str) -> dict[str, dict[str, int]]:
+        """Usage per provider and class across a whole tree."""
+        return {uuid: view.usages for uuid, view in self.tree(root_uuid).items()}
+
+    def migration(self, migration_uuid: str) -> MigrationView:
+        """A migration's context and status."""
+        return MigrationView.of(Session(self.store).migration(_uuid(migration_uuid)))
+
+    def migrations_in_flight(self, older_than_seconds: float = 0.0,
+                             now: datetime | None = None) -> list[MigrationView]:
+        """Migrations not yet resolved, oldest first, that started at least
+        ``older_than_seconds`` ago (the leaks an operator looks for)."""
+        now = now or datetime.now(timezone.utc)
+        views = [v for v in self._migrations() if v.status == "in-progress"]
+        return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
+                      key=lambda v: v.started_at)
+
+    def _migrations(self) -> Iterator[MigrationView]:
+        topic = get_topic(Migration.Started)
+        start = 1
+        while True:
+            batch = self.store.recorder.select_notifications(start, 1000, topics=[topic])
+            if not batch:
+                return
+            for n in batch:
+                found = self.store.get(n.originator_id)
+                if isinstance(found, Migration):
+                    yield MigrationView.of(found)
+            start = batch[-1].id + 1
+
+
+def _uuid(value: str) -> str:
+    return parse(UuidIn, value=value).value
+
+
+def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:
+    return claims.ConsumerWrite(
+        consumer_uuid=cmd.consumer_uuid,
+        allocations={rp: dict(r) for rp, r in cmd.allocations.items()},
+        expected_generation=cmd.expected_generation,
+        project_id=cmd.project_id,
+        user_id=cmd.user_id,
+        consumer_type=cmd.consumer_type,
+        devices={rp: {rc: list(ids) for rc, ids in by.items()}
+                 for rp, by in cmd.devices.items()},
+    )

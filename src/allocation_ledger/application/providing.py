@@ -1,0 +1,168 @@
+"""Provider commands of the service API: register, inventory, devices, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.inputs import (
+    DevicesSetIn,
+    InventoriesIn,
+    InventoryIn,
+    ProviderIn,
+    DeleteProviderIn,
+    RequestIn,
+    parse,
+    request_meta,
+)
+from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.views import ProviderView
+from allocation_ledger.domain.errors import ProviderExists, ProviderNotFound
+from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import Inventory
+
+
+def _inventory(model: InventoryIn) -> Inventory:
+    return Inventory(**model.model_dump())
+
+
+class ProviderCommands:
+    """Commands on providers; every inventory change takes the expected provider generation
+    and a stale one is a :class:`ProviderGenerationConflict`."""
+
+    store: EventStore
+
+    def provider(self, provider_uuid: str) -> ProviderView:  # implemented by Ledger
+        raise NotImplementedError
+
+    def register_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        *,
+        parent_uuid: str | None = None,
+        inventories: Mapping[str, Mapping[str, Any]] | None = None,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Register a root provider (a host) or a child of ``parent_uuid`` (trees of any
+        depth). With ``inventories`` the inventory is set in the same append."""
+        cmd = parse(ProviderIn, provider_uuid=provider_uuid, name=name,
+                    parent_uuid=parent_uuid)
+        invs = (parse(InventoriesIn, provider_uuid=cmd.provider_uuid, inventories=inventories,
+                      expected_generation=1) if inventories else None)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            if s.any_provider(cmd.provider_uuid) is not None:
+                raise ProviderExists(cmd.provider_uuid)
+            parent = s.provider(cmd.parent_uuid) if cmd.parent_uuid else None
+            provider = Provider.register(cmd.provider_uuid, cmd.name, parent, meta)
+            s.add(provider)
+            if invs is not None:
+                provider.set_inventories(
+                    {rc: _inventory(i) for rc, i in invs.inventories.items()}, meta
+                )
+
+        run(self.store, decide)
+        return self.provider(cmd.provider_uuid)
+
+    def set_inventories(
+        self,
+        provider_uuid: str,
+        inventories: Mapping[str, Mapping[str, Any]],
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | RequestIn | None = None,
+    ) -> ProviderView:
+        """Replace a provider's whole inventory (Placement's ``PUT .../inventories``)."""
+        cmd = parse(InventoriesIn, provider_uuid=provider_uuid, inventories=inventories,
+                    expected_generation=expected_generation)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
+            provider.set_inventories(
+                {rc: _inventory(i) for rc, i in cmd.inventories.items()}, meta
+            )
+
+        run(self.store, decide)
+        return self.provider(cmd.provider_uuid)
+
+    def set_inventory(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        inventory: Mapping[str, Any],
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Add or update one class's inventory, keeping the others."""
+        current = self.provider(provider_uuid)
+        merged: dict[str, Mapping[str, Any]] = {
+            rc: inv.to_dict() for rc, inv in current.inventories.items()
+        }
+        merged[resource_class] = inventory
+        return self.set_inventories(provider_uuid, merged, expected_generation, request=request)
+
+    def delete_inventory(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
+        current = self.provider(provider_uuid)
+        rest = {rc: inv.to_dict() for rc, inv in current.inventories.items()
+                if rc != resource_class}
+        return self.set_inventories(provider_uuid, rest, expected_generation, request=request)
+
+    def set_devices(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        device_ids: Sequence[str],
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
+        PMEM namespaces); the class's inventory total becomes their count. Removing a held
+        device is refused."""
+        cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    device_ids=list(device_ids), expected_generation=expected_generation)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
+            provider.set_devices(cmd.resource_class, cmd.device_ids, meta)
+
+        run(self.store, decide)
+        return self.provider(cmd.provider_uuid)
+
+    def delete_provider(
+        self,
+        provider_uuid: str,
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> None:
+        """Delete a provider (refused while it has allocations or children)."""
+        cmd = parse(DeleteProviderIn, provider_uuid=provider_uuid,
+                    expected_generation=expected_generation)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
+            parent = None
+            if provider.parent_uuid is not None:
+                try:
+                    parent = s.provider(provider.parent_uuid)
+                except ProviderNotFound:
+                    parent = None
+            provider.delete(parent, meta)
+
+        run(self.store, decide)

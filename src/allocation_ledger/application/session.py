@@ -1,0 +1,157 @@
+"""One attempt at one command: load, let the domain decide, save everything at once.
+
+The session remembers the version of every stream it read. When the store refuses the
+append (another writer took a (stream, version) first) it tells the two cases apart, as
+DESIGN §3 asks: a consumer stream that moved is a :class:`ConsumerGenerationConflict`
+(never retried: the caller re-reads and re-decides); a provider that the caller pinned with
+an expected generation is a :class:`ProviderGenerationConflict`; anything else was a clash
+on provider streams alone, and the command is run again from the start, capacity checks and
+all, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.errors import (
+    ConcurrentUpdate,
+    ConsumerGenerationConflict,
+    LedgerError,
+    MigrationNotFound,
+    ProviderGenerationConflict,
+    ProviderNotFound,
+)
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
+
+T = TypeVar("T")
+
+#: How many times a write that clashed only on provider streams is run again.
+MAX_ATTEMPTS = 10
+
+
+class Retry(Exception):  # noqa: N818 - control flow, never leaves this module
+    """The append clashed on provider streams only: run the command again."""
+
+
+class Session:
+    """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._providers: dict[str, Provider | None] = {}
+        self._consumers: dict[str, Consumer | None] = {}
+        self._new: list[Aggregate] = []
+        self._expected_providers: dict[str, int] = {}
+
+    # -- the Workspace protocol -----------------------------------------------------------
+
+    def provider(self, provider_uuid: str) -> Provider:
+        """The live provider; :class:`ProviderNotFound` if absent or deleted."""
+        provider = self.any_provider(provider_uuid)
+        if provider is None or provider.deleted:
+            raise ProviderNotFound(provider_uuid)
+        return provider
+
+    def consumer(self, consumer_uuid: str) -> Consumer | None:
+        """The consumer, or ``None`` if its stream does not exist."""
+        if consumer_uuid not in self._consumers:
+            found = self._store.get(consumer_stream_id(consumer_uuid))
+            self._consumers[consumer_uuid] = found if isinstance(found, Consumer) else None
+        return self._consumers[consumer_uuid]
+
+    def migration(self, migration_uuid: str) -> Migration:
+        """The migration; :class:`MigrationNotFound` if the consumer is not one."""
+        found = self.consumer(migration_uuid)
+        if not isinstance(found, Migration):
+            raise MigrationNotFound(migration_uuid)
+        return found
+
+    def add(self, aggregate: Consumer | Provider) -> None:
+        """A new aggregate to save with the rest."""
+        self._new.append(aggregate)
+        if isinstance(aggregate, Provider):
+            self._providers[aggregate.uuid] = aggregate
+
+    # -- extras for provider commands -----------------------------------------------------
+
+    def any_provider(self, provider_uuid: str) -> Provider | None:
+        """The provider even if deleted, or ``None`` if it was never registered."""
+        if provider_uuid not in self._providers:
+            found = self._store.get(provider_stream_id(provider_uuid))
+            self._providers[provider_uuid] = found if isinstance(found, Provider) else None
+        return self._providers[provider_uuid]
+
+    def pinned_provider(self, provider_uuid: str, expected_generation: int) -> Provider:
+        """The provider, checked against the generation the caller expects."""
+        provider = self.provider(provider_uuid)
+        if provider.version != expected_generation:
+            raise ProviderGenerationConflict(provider_uuid, expected_generation,
+                                             provider.version)
+        self._expected_providers[provider_uuid] = expected_generation
+        return provider
+
+    # -- saving ---------------------------------------------------------------------------
+
+    def save(self) -> int:
+        """Append every pending event in one transaction; the number of events appended."""
+        changed: list[Aggregate] = list(self._new)
+        changed += [p for p in self._providers.values() if p is not None and p.pending_events]
+        changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        changed = list({id(a): a for a in changed}.values())
+        if not changed:
+            return 0
+        count = sum(len(a.pending_events) for a in changed)
+        try:
+            self._store.save(*changed)
+        except IntegrityError as err:
+            self._explain_clash(err)
+        return count
+
+    def _explain_clash(self, err: IntegrityError) -> None:
+        for uuid, consumer in self._consumers.items():
+            loaded = consumer.version if consumer is not None else None
+            if self._store.stream_version(consumer_stream_id(uuid)) != loaded:
+                current = Session(self._store).consumer(uuid)
+                raise ConsumerGenerationConflict(
+                    uuid,
+                    consumer.generation if consumer is not None else None,
+                    current.generation if current is not None else None,
+                ) from err
+        for uuid, expected in self._expected_providers.items():
+            actual = self._store.stream_version(provider_stream_id(uuid)) or 0
+            if actual != expected:
+                raise ProviderGenerationConflict(uuid, expected, actual) from err
+        raise Retry from err
+
+    @property
+    def provider_uuids(self) -> list[str]:
+        """Every provider this attempt read."""
+        return sorted(self._providers)
+
+
+def run(store: EventStore, decide: Callable[[Session], T]) -> T:
+    """Run a command: decide in a fresh session and save, retrying provider-only clashes."""
+    session = Session(store)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        session = Session(store)
+        result = decide(session)
+        try:
+            session.save()
+        except Retry:
+            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))  # noqa: S311
+            continue
+        return result
+    raise ConcurrentUpdate(session.provider_uuids, MAX_ATTEMPTS)
+
+
+__all__ = ["LedgerError", "Session", "run"]

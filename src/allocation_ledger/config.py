@@ -1,0 +1,94 @@
+"""Configuration: which store the ledger uses, chosen by one URL.
+
+- ``sqlite:///ledger.db`` (the default: a file in the working directory; ``sqlite:////abs``)
+- ``postgresql://user:password@host:port/dbname`` (psycopg 3; ``?schema=name`` optional)
+- ``memory://`` (an in-process store, for tests and experiments)
+
+The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
+default. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from allocation_ledger.domain.errors import InvalidRequest
+
+DEFAULT_URL = "sqlite:///ledger.db"
+URL_ENV_VAR = "LEDGER_URL"
+CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """A parsed store URL and the ``eventsourcing`` settings it stands for."""
+
+    url: str
+    kind: str  # "memory", "sqlite" or "postgresql"
+    env: dict[str, str]
+
+    @property
+    def redacted_url(self) -> str:
+        """The URL with any password masked, for logs and reports."""
+        parts = urlsplit(self.url)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+            return parts._replace(netloc=netloc).geturl()
+        return self.url
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The URL to use: the argument, else ``$LEDGER_URL``, else the SQLite default."""
+    return url or os.environ.get(URL_ENV_VAR) or DEFAULT_URL
+
+
+def parse_url(url: str | None = None) -> StoreConfig:
+    """Turn a store URL into settings; :class:`InvalidRequest` for one we cannot use."""
+    url = resolve_url(url)
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+")[0]
+    common = {
+        "AGGREGATE_CACHE_MAXSIZE": str(CACHE_SIZE),
+        "AGGREGATE_CACHE_FASTFORWARD": "y",
+        "CREATE_TABLE": "y",
+    }
+    if scheme == "memory":
+        return StoreConfig(url, "memory", {**common, "PERSISTENCE_MODULE": "eventsourcing.popo"})
+    if scheme == "sqlite":
+        path = unquote(url.split("://", 1)[1])
+        path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise InvalidRequest(f"no database file in {url!r}", url=url)
+        return StoreConfig(url, "sqlite", {
+            **common,
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": path,
+            "SQLITE_LOCK_TIMEOUT": "30",
+        })
+    if scheme in ("postgresql", "postgres"):
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        dbname = unquote(parts.path.lstrip("/"))
+        if not dbname:
+            raise InvalidRequest(f"no database name in {url!r}", url=url)
+        env = {
+            **common,
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+            "POSTGRES_PORT": str(parts.port or 5432),
+            "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
+            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+            "POSTGRES_POOL_SIZE": query.get("pool_size", "5"),
+            "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
+            "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
+            "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+        }
+        if "schema" in query:
+            env["POSTGRES_SCHEMA"] = query["schema"]
+        return StoreConfig(url, "postgresql", env)
+    raise InvalidRequest(
+        f"unsupported store URL {url!r}: use sqlite:///path, postgresql://... or memory://",
+        url=url,
+    )

@@ -1,0 +1,1 @@
+"""The pure domain: values, rules, aggregates and errors. No I/O here."""

@@ -1,0 +1,134 @@
+"""Claims, multi-consumer writes and releases: decisions over a :class:`Workspace`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from allocation_ledger.domain.allocating import Holding, Target, reallocate
+from allocation_ledger.domain.consumer import MIGRATION, Consumer, check_generation
+from allocation_ledger.domain.errors import ConsumerNotFound, InvalidRequest
+from allocation_ledger.domain.migration import ABORTED, EVACUATION, Migration
+from allocation_ledger.domain.values import Allocations, Devices, RequestMeta
+from allocation_ledger.domain.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ConsumerWrite:
+    """One consumer's part of a write: its whole new allocation (already validated)."""
+
+    consumer_uuid: str
+    allocations: Allocations
+    expected_generation: int | None
+    project_id: str
+    user_id: str
+    consumer_type: str = "INSTANCE"
+    devices: Devices = field(default_factory=dict)
+
+
+def holding(consumer: Consumer | None) -> Holding:
+    """What a (possibly absent) consumer holds now."""
+    if consumer is None:
+        return Holding()
+    return Holding(consumer.allocations, consumer.devices)
+
+
+def in_flight_migration(ws: Workspace, consumer: Consumer | None) -> Migration | None:
+    """The move ``consumer`` (an instance) is in the middle of, if any."""
+    if consumer is None or consumer.migration_uuid is None:
+        return None
+    migration = ws.migration(consumer.migration_uuid)
+    return migration if migration.in_flight else None
+
+
+def root_of(ws: Workspace, allocations: Allocations) -> str:
+    """The root provider (host) of an allocation: that of its first provider."""
+    return ws.provider(min(allocations)).root_uuid
+
+
+def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) -> None:
+    """Replace the allocations of every consumer in ``writes``, all or nothing.
+
+    An empty allocation releases that consumer. A claim by an instance that is mid-move
+    (after a swap) is its destination claim, and the migration's context records it.
+    """
+    seen: set[str] = set()
+    before: dict[str, Holding] = {}
+    for w in writes:
+        if w.consumer_uuid in seen:
+            raise InvalidRequest(
+                f"consumer {w.consumer_uuid} appears twice in one write",
+                consumer_uuid=w.consumer_uuid,
+            )
+        seen.add(w.consumer_uuid)
+        consumer = ws.consumer(w.consumer_uuid)
+        if isinstance(consumer, Migration) or w.consumer_type == MIGRATION:
+            raise InvalidRequest(
+                f"consumer {w.consumer_uuid}: migration consumers change only through the "
+                "move commands (swap, confirm, revert, evacuate)",
+                consumer_uuid=w.consumer_uuid,
+            )
+        check_generation(w.consumer_uuid, consumer, w.expected_generation)
+        if consumer is None and not w.allocations:
+            raise InvalidRequest(
+                f"consumer {w.consumer_uuid} holds nothing: an empty allocation would change "
+                "nothing", consumer_uuid=w.consumer_uuid,
+            )
+        before[w.consumer_uuid] = holding(consumer)
+    targets = [Target(w.consumer_uuid, w.allocations, w.devices) for w in writes]
+    after = reallocate(ws.provider, before, targets, request)
+    for w in writes:
+        _record_write(ws, w, after[w.consumer_uuid], request)
+
+
+def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: RequestMeta) -> None:
+    consumer = ws.consumer(w.consumer_uuid)
+    if consumer is None:
+        ws.add(Consumer.create(w.consumer_uuid, w.project_id, w.user_id, w.consumer_type,
+                               new.allocations, new.devices, request))
+        return
+    if not new.allocations:
+        consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=False)
+        return
+    consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices, request)
+    migration = in_flight_migration(ws, consumer)
+    if migration is not None and migration.kind != EVACUATION:
+        migration.record_destination(root_of(ws, new.allocations), new.allocations,
+                                     new.devices, request)
+
+
+def release(
+    ws: Workspace,
+    consumer_uuid: str,
+    expected_generation: int | None,
+    request: RequestMeta,
+    *,
+    forced: bool = False,
+) -> bool:
+    """Remove a consumer's allocations and devices; ``False`` when there was nothing.
+
+    Releasing an instance mid-move (its deletion while a resize waits for confirmation, say)
+    releases the migration's allocations in the same append and aborts the migration.
+    Releasing a migration consumer aborts it (an operator cleaning up a leaked migration).
+    ``forced`` ignores the generation and is a no-op on a consumer holding nothing.
+    """
+    consumer = ws.consumer(consumer_uuid)
+    if not forced:
+        check_generation(consumer_uuid, consumer, expected_generation)
+    migration = in_flight_migration(ws, consumer)
+    if isinstance(consumer, Migration):
+        migration, consumer = (consumer if consumer.in_flight else None), None
+    if consumer is not None and not consumer.allocations and migration is None:
+        consumer = None
+    if consumer is None and migration is None:
+        if forced:
+            return False
+        raise ConsumerNotFound(consumer_uuid)
+    parties = [c for c in (consumer, migration) if c is not None]
+    targets = [Target(c.uuid, {}, check_units=False) for c in parties]
+    reallocate(ws.provider, {c.uuid: holding(c) for c in parties}, targets, request)
+    if consumer is not None:
+        consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=forced)
+    if migration is not None:
+        migration.resolve(Migration.Aborted, ABORTED, request)
+    return True

@@ -1,0 +1,242 @@
+"""Moves: swap, confirm, revert, forced moves and evacuation, over a :class:`Workspace`.
+
+Each function checks every generation it depends on, decides, and changes the aggregates it
+names; the caller saves them in one atomic append, so a rejected or conflicting move leaves
+the ledger exactly as it was.
+"""
+
+from __future__ import annotations
+
+from allocation_ledger.domain.allocating import Holding, Target, check_unit_rules, reallocate
+from allocation_ledger.domain.claims import holding, in_flight_migration, root_of
+from allocation_ledger.domain.consumer import Consumer, check_generation
+from allocation_ledger.domain.errors import (
+    ConsumerNotFound,
+    InvalidRequest,
+    MigrationInProgress,
+    NestedAllocationMove,
+)
+from allocation_ledger.domain.migration import (
+    COLD_MIGRATION,
+    COMPLETED,
+    CONFIRMED,
+    EVACUATION,
+    LIVE_MIGRATION,
+    RESIZE,
+    REVERTED,
+    Migration,
+)
+from allocation_ledger.domain.values import (
+    Allocations,
+    RequestMeta,
+    merge_allocations,
+    provider_uuids,
+    subtract_allocations,
+)
+from allocation_ledger.domain.workspace import Workspace
+
+SWAP_KINDS = (RESIZE, COLD_MIGRATION, LIVE_MIGRATION)
+
+
+def _movable_instance(
+    ws: Workspace, instance_uuid: str, expected_generation: int | None, migration_uuid: str
+) -> Consumer:
+    instance = ws.consumer(instance_uuid)
+    if isinstance(instance, Migration):
+        raise InvalidRequest(
+            f"consumer {instance_uuid} is a migration record, not an instance",
+            consumer_uuid=instance_uuid,
+        )
+    check_generation(instance_uuid, instance, expected_generation)
+    if instance is None or not instance.allocations:
+        raise ConsumerNotFound(instance_uuid)
+    moving = in_flight_migration(ws, instance)
+    if moving is not None:
+        raise MigrationInProgress(instance_uuid, moving.uuid)
+    if migration_uuid == instance_uuid or ws.consumer(migration_uuid) is not None:
+        raise InvalidRequest(
+            f"migration {migration_uuid} already exists: each move needs a new UUID",
+            migration_uuid=migration_uuid,
+        )
+    return instance
+
+
+def _blind_copy(ws: Workspace, instance: Consumer, destination_root: str) -> Allocations:
+    """The instance's single-provider allocation, copied to ``destination_root``."""
+    sources = provider_uuids(instance.allocations)
+    if len(sources) > 1:
+        raise NestedAllocationMove(instance.uuid, sources)
+    destination = ws.provider(destination_root)
+    if destination.parent_uuid is not None:
+        raise InvalidRequest(
+            f"forced moves target a host (a root provider); {destination_root} is a child "
+            f"of {destination.parent_uuid}", provider_uuid=destination_root,
+        )
+    return {destination_root: dict(instance.allocations[sources[0]])}
+
+
+def _check_other_host(ws: Workspace, source_root: str, destination: Allocations) -> str:
+    destination_root = root_of(ws, destination)
+    if destination_root == source_root:
+        raise InvalidRequest(
+            f"an evacuation must leave host {source_root}", provider_uuid=source_root
+        )
+    return destination_root
+
+
+def swap(
+    ws: Workspace,
+    instance_uuid: str,
+    migration_uuid: str,
+    kind: str,
+    expected_generation: int | None,
+    request: RequestMeta,
+    destination: Allocations | None = None,
+) -> None:
+    """Start a move: hand the instance's whole allocation and devices to a new migration.
+
+    With ``destination`` the instance also claims it in the same append (a combined swap
+    and destination claim); without, it is left empty and claims with ``None`` next.
+    """
+    if kind not in SWAP_KINDS:
+        raise InvalidRequest(f"kind must be one of {', '.join(SWAP_KINDS)}, got {kind!r}",
+                             kind=kind)
+    instance = _movable_instance(ws, instance_uuid, expected_generation, migration_uuid)
+    source_root = root_of(ws, instance.allocations)
+    targets = [
+        Target(migration_uuid, instance.allocations, instance.devices, check_units=False),
+        Target(instance_uuid, destination or {}),
+    ]
+    before = {instance_uuid: holding(instance)}
+    after = reallocate(ws.provider, before, targets, request)
+    new = after[instance_uuid]
+    destination_root = root_of(ws, new.allocations) if new.allocations else None
+    moved = after[migration_uuid]
+    ws.add(Migration.start(migration_uuid, instance, kind, source_root,
+                           (moved.allocations, moved.devices),
+                           (destination_root, new.allocations, new.devices), request))
+    instance.set_holding(Consumer.AllocationsHandedOver, new.allocations, new.devices, request,
+                         migration_uuid=migration_uuid)
+
+
+def force_live_migrate(
+    ws: Workspace,
+    instance_uuid: str,
+    migration_uuid: str,
+    destination_root: str,
+    expected_generation: int | None,
+    request: RequestMeta,
+) -> None:
+    """A forced live migration: swap plus a blind copy of the allocation to a named host.
+
+    Refused, with nothing written, when the allocation spans more than one provider.
+    """
+    instance = _movable_instance(ws, instance_uuid, expected_generation, migration_uuid)
+    copy = _blind_copy(ws, instance, destination_root)
+    swap(ws, instance_uuid, migration_uuid, LIVE_MIGRATION, expected_generation, request,
+         destination=copy)
+
+
+def confirm(
+    ws: Workspace, migration_uuid: str, expected_generation: int | None, request: RequestMeta
+) -> None:
+    """Finish a move: release the migration's source allocation and old devices."""
+    migration = ws.migration(migration_uuid)
+    migration.check_can("confirm", SWAP_KINDS)
+    check_generation(migration_uuid, migration, expected_generation)
+    if migration.destination_root is None:
+        raise InvalidRequest(
+            f"migration {migration_uuid} has no destination claimed yet: revert it instead",
+            migration_uuid=migration_uuid,
+        )
+    targets = [Target(migration_uuid, {}, check_units=False)]
+    reallocate(ws.provider, {migration_uuid: holding(migration)}, targets, request)
+    migration.resolve(Migration.Confirmed, CONFIRMED, request)
+
+
+def revert(
+    ws: Workspace,
+    migration_uuid: str,
+    expected_generation: int | None,
+    instance_generation: int | None,
+    request: RequestMeta,
+) -> None:
+    """Undo a move: the instance gives up its destination and gets its source back.
+
+    Also the rollback of a failed live migration, of a move that found no destination
+    (``instance_generation=None``: the instance holds nothing) and of an evacuation that
+    did not happen (the destination share is removed).
+    """
+    migration = ws.migration(migration_uuid)
+    migration.check_can("revert")
+    check_generation(migration_uuid, migration, expected_generation)
+    instance = ws.consumer(migration.instance_uuid)
+    check_generation(migration.instance_uuid, instance, instance_generation)
+    assert instance is not None  # a migration's instance stream always exists
+    targets = [Target(instance.uuid, migration.old_allocations, migration.old_devices,
+                      check_units=False)]
+    before = {instance.uuid: holding(instance)}
+    if migration.kind != EVACUATION:
+        targets.append(Target(migration_uuid, {}, check_units=False))
+        before[migration_uuid] = holding(migration)
+    after = reallocate(ws.provider, before, targets, request)
+    back = after[instance.uuid]
+    instance.set_holding(Consumer.AllocationsReturned, back.allocations, back.devices,
+                         request, migration_uuid=migration_uuid)
+    migration.resolve(Migration.Reverted, REVERTED, request)
+
+
+def evacuate(
+    ws: Workspace,
+    instance_uuid: str,
+    migration_uuid: str,
+    expected_generation: int | None,
+    request: RequestMeta,
+    destination: Allocations | None = None,
+    destination_root: str | None = None,
+) -> None:
+    """Evacuate an instance from a failed host: it holds source and destination at once.
+
+    Give ``destination`` (a scheduled evacuation) or ``destination_root`` (forced: a blind
+    copy, refused for allocations spanning several providers). The source share stays until
+    :func:`complete_evacuation`.
+    """
+    instance = _movable_instance(ws, instance_uuid, expected_generation, migration_uuid)
+    if (destination is None) == (destination_root is None):
+        raise InvalidRequest("give exactly one of destination or destination_root")
+    if destination_root is not None:
+        destination = _blind_copy(ws, instance, destination_root)
+    assert destination is not None
+    source_root = root_of(ws, instance.allocations)
+    dest_root = _check_other_host(ws, source_root, destination)
+    check_unit_rules(ws.provider, instance_uuid, destination)
+    both = merge_allocations(instance.allocations, destination)
+    target = Target(instance_uuid, both, instance.devices, check_units=False)
+    after = reallocate(ws.provider, {instance_uuid: holding(instance)}, [target], request)
+    new = after[instance_uuid]
+    new_devices = {rp: by_rc for rp, by_rc in new.devices.items() if rp in destination}
+    ws.add(Migration.start(migration_uuid, instance, EVACUATION, source_root, ({}, {}),
+                           (dest_root, destination, new_devices), request))
+    instance.set_holding(Consumer.EvacuationStarted, new.allocations, new.devices, request,
+                         migration_uuid=migration_uuid)
+
+
+def complete_evacuation(
+    ws: Workspace, migration_uuid: str, instance_generation: int | None, request: RequestMeta
+) -> None:
+    """The source host was cleaned up: remove the evacuated instance's source share."""
+    migration = ws.migration(migration_uuid)
+    migration.check_can("complete", (EVACUATION,))
+    instance = ws.consumer(migration.instance_uuid)
+    check_generation(migration.instance_uuid, instance, instance_generation)
+    assert instance is not None
+    left = subtract_allocations(instance.allocations, migration.old_allocations)
+    kept = {rp: by_rc for rp, by_rc in instance.devices.items() if rp in left}
+    target = Target(instance.uuid, left, kept, check_units=False)
+    after = reallocate(ws.provider, {instance.uuid: Holding(instance.allocations,
+                                                             instance.devices)},
+                       [target], request)
+    new = after[instance.uuid]
+    instance.set_holding(Consumer.EvacuationSourceRemoved, new.allocations, new.devices,
+                         request, migration_uuid=migration_uuid)
+    migration.resolve(Migration.Completed, COMPLETED, request)

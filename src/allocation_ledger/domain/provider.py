@@ -1,0 +1,266 @@
+"""The provider aggregate: one stream per resource provider.
+
+A provider is a compute host (a root) or a nested child (NUMA node, NIC, physical GPU). Its
+stream version is its generation: inventory changes, device changes, child attachment and
+every allocation write that changes its usage or device holders advance it. Because every
+write that grows usage appends to the provider's stream, two racing writers can never both
+take the last unit: the store's unique (stream, version) key lets only one of them in.
+
+State is plain data (dicts, lists, ints) so snapshots and appliers stay simple. Appliers only
+assign; every check happens in the methods before an event is triggered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from allocation_ledger.domain import rules
+from allocation_ledger.domain.errors import (
+    DeviceInUse,
+    InvalidInventory,
+    InventoryInUse,
+    ProviderInUse,
+    ResourceClassNotOnProvider,
+)
+from allocation_ledger.domain.ids import provider_stream_id
+from allocation_ledger.domain.values import Inventory, RequestMeta
+
+
+class Provider(Aggregate):
+    """A resource provider: inventory, usage, devices and children."""
+
+    class Event(Aggregate.Event):
+        """Base of every provider event; ``request`` says who asked and why."""
+
+        request: RequestMeta
+
+    class Registered(Event, Aggregate.Created):
+        """A provider was registered, as a root or as a child of ``parent_uuid``."""
+
+        provider_uuid: str
+        name: str
+        parent_uuid: str | None
+        root_uuid: str
+
+    class InventoriesSet(Event):
+        """The provider's whole inventory was replaced by ``inventories`` (class -> fields)."""
+
+        inventories: dict[str, dict[str, Any]]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.inventories = {rc: dict(v) for rc, v in self.inventories.items()}
+
+    class ChildAttached(Event):
+        """A child provider was registered under this one."""
+
+        child_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.children = sorted({*aggregate.children, self.child_uuid})
+
+    class ChildDetached(Event):
+        """A child provider of this one was deleted."""
+
+        child_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.children = [c for c in aggregate.children if c != self.child_uuid]
+
+    class AllocationsChanged(Event):
+        """A write by ``consumers`` changed this provider's usage or device holders.
+
+        ``usages`` holds the new usage of each class that changed; ``holds`` the new holder
+        (a consumer uuid, or ``None`` for free) of each device that changed hands.
+        """
+
+        consumers: list[str]
+        usages: dict[str, int]
+        holds: dict[str, dict[str, str | None]]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.usages = {**aggregate.usages, **self.usages}
+            for rc, changes in self.holds.items():
+                aggregate.devices[rc] = {**aggregate.devices.get(rc, {}), **changes}
+
+    class DevicesSet(Event):
+        """The devices of ``resource_class`` became ``device_ids`` and the class's inventory
+        became ``inventory`` (``None`` when the last device went)."""
+
+        resource_class: str
+        device_ids: list[str]
+        inventory: dict[str, Any] | None
+
+        def apply(self, aggregate: Provider) -> None:
+            held = aggregate.devices.get(self.resource_class, {})
+            if self.device_ids:
+                aggregate.devices[self.resource_class] = {
+                    d: held.get(d) for d in sorted(self.device_ids)
+                }
+            else:
+                aggregate.devices.pop(self.resource_class, None)
+            if self.inventory is None:
+                aggregate.inventories.pop(self.resource_class, None)
+            else:
+                aggregate.inventories[self.resource_class] = dict(self.inventory)
+
+    class Deleted(Event):
+        """The provider was deleted; its UUID is never reused."""
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.deleted = True
+
+    def __init__(
+        self, provider_uuid: str, name: str, parent_uuid: str | None, root_uuid: str
+    ) -> None:
+        self.uuid = provider_uuid
+        self.name = name
+        self.parent_uuid = parent_uuid
+        self.root_uuid = root_uuid
+        self.inventories: dict[str, dict[str, Any]] = {}
+        self.usages: dict[str, int] = {}
+        self.devices: dict[str, dict[str, str | None]] = {}
+        self.children: list[str] = []
+        self.deleted = False
+
+    # -- creation -------------------------------------------------------------------------
+
+    @classmethod
+    def register(
+        cls,
+        provider_uuid: str,
+        name: str,
+        parent: Provider | None,
+        request: RequestMeta,
+    ) -> Provider:
+        """A new provider; when ``parent`` is given the parent records the child too."""
+        root_uuid = parent.root_uuid if parent else provider_uuid
+        provider = cls._create(
+            cls.Registered,
+            id=provider_stream_id(provider_uuid),
+            provider_uuid=provider_uuid,
+            name=name,
+            parent_uuid=parent.uuid if parent else None,
+            root_uuid=root_uuid,
+            request=request,
+        )
+        if parent is not None:
+            parent.trigger_event(cls.ChildAttached, child_uuid=provider_uuid, request=request)
+        return provider
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @property
+    def stream_id(self) -> UUID:
+        """The provider's stream id."""
+        return self.id
+
+    def inventory(self, resource_class: str) -> Inventory:
+        """The class's inventory; :class:`ResourceClassNotOnProvider` if it has none."""
+        try:
+            return Inventory.from_dict(self.inventories[resource_class])
+        except KeyError:
+            raise ResourceClassNotOnProvider(self.uuid, resource_class) from None
+
+    def used(self, resource_class: str) -> int:
+        """Current usage of a class (0 when nothing is allocated)."""
+        return self.usages.get(resource_class, 0)
+
+    def is_device_backed(self, resource_class: str) -> bool:
+        """True when the class is handed out as named devices on this provider."""
+        return bool(self.devices.get(resource_class))
+
+    def free_devices(self, resource_class: str) -> list[str]:
+        """Free device ids of a class, lowest first."""
+        return sorted(d for d, h in self.devices.get(resource_class, {}).items() if h is None)
+
+    # -- commands -------------------------------------------------------------------------
+
+    def set_inventories(self, inventories: dict[str, Inventory], request: RequestMeta) -> None:
+        """Replace the whole inventory. Lowering below usage is allowed (the provider then
+        reports over capacity); removing a class still in use is refused."""
+        for rc, inv in inventories.items():
+            rules.validate_inventory(self.uuid, rc, inv)
+            devices = self.devices.get(rc)
+            if devices and inv.total != len(devices):
+                raise InvalidInventory(
+                    self.uuid, rc, f"total must equal its {len(devices)} devices"
+                )
+        for rc in self.inventories:
+            if rc in inventories:
+                continue
+            if self.used(rc) > 0:
+                raise InventoryInUse(self.uuid, rc, self.used(rc))
+            if self.devices.get(rc):
+                raise DeviceInUse(self.uuid, rc, "remove its devices before its inventory")
+        self.trigger_event(
+            self.InventoriesSet,
+            inventories={rc: inv.to_dict() for rc, inv in sorted(inventories.items())},
+            request=request,
+        )
+
+    def set_devices(
+        self, resource_class: str, device_ids: list[str], request: RequestMeta
+    ) -> None:
+        """Declare the devices of a class (the class's inventory total follows their count).
+
+        Removing a held device is refused; declaring devices for a class that already has
+        allocations without devices is refused (those allocations would hold no device).
+        """
+        current = self.devices.get(resource_class, {})
+        wanted = set(device_ids)
+        held_removed = sorted(d for d, h in current.items() if h is not None and d not in wanted)
+        if held_removed:
+            raise DeviceInUse(
+                self.uuid, resource_class, f"devices {', '.join(held_removed)} are held"
+            )
+        if not current and self.used(resource_class) > 0:
+            raise DeviceInUse(
+                self.uuid,
+                resource_class,
+                f"{self.used(resource_class)} already allocated without devices",
+            )
+        inventory: dict[str, Any] | None = None
+        if wanted:
+            base = self.inventories.get(resource_class, {"total": len(wanted)})
+            inv = Inventory.from_dict({**base, "total": len(wanted)})
+            if inv.reserved > inv.total:
+                inv = Inventory.from_dict({**inv.to_dict(), "reserved": inv.total})
+            rules.validate_inventory(self.uuid, resource_class, inv)
+            inventory = inv.to_dict()
+        self.trigger_event(
+            self.DevicesSet,
+            resource_class=resource_class,
+            device_ids=sorted(wanted),
+            inventory=inventory,
+            request=request,
+        )
+
+    def record_allocations(
+        self,
+        consumers: list[str],
+        usages: dict[str, int],
+        holds: dict[str, dict[str, str | None]],
+        request: RequestMeta,
+    ) -> None:
+        """Record a write's effect, already checked by ``allocating.reallocate``."""
+        self.trigger_event(
+            self.AllocationsChanged,
+            consumers=sorted(consumers),
+            usages=dict(sorted(usages.items())),
+            holds={rc: dict(sorted(h.items())) for rc, h in sorted(holds.items())},
+            request=request,
+        )
+
+    def delete(self, parent: Provider | None, request: RequestMeta) -> None:
+        """Delete the provider (refused while it has allocations or children)."""
+        in_use = sorted(rc for rc, used in self.usages.items() if used > 0)
+        if in_use:
+            raise ProviderInUse(self.uuid, f"it has allocations of {', '.join(in_use)}")
+        if self.children:
+            raise ProviderInUse(self.uuid, f"it has children {', '.join(self.children)}")
+        self.trigger_event(self.Deleted, request=request)
+        if parent is not None:
+            parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)

@@ -1,0 +1,100 @@
+"""Frozen values and the plain shapes events carry.
+
+Events store only JSON-native data (str, int, float, lists, dicts) so that the ledger's
+history stays readable by any tool and never depends on a Python class to decode.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MAX_INT = 2147483647
+RESOURCE_CLASS_PATTERN = re.compile(r"^[A-Z0-9_]+$")
+STANDARD_RESOURCE_CLASSES = frozenset(
+    {
+        "VCPU", "MEMORY_MB", "DISK_GB", "PCI_DEVICE", "SRIOV_NET_VF", "NUMA_SOCKET",
+        "NUMA_CORE", "NUMA_THREAD", "NUMA_MEMORY_MB", "IPV4_ADDRESS", "VGPU",
+        "VGPU_DISPLAY_HEAD", "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC",
+        "PCPU", "MEM_ENCRYPTION_CONTEXT", "FPGA", "PGPU", "NET_PACKET_RATE_KILOPACKET_PER_SEC",
+        "NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC", "NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC",
+    }
+)
+
+#: provider uuid -> resource class -> amount
+Allocations = dict[str, dict[str, int]]
+#: provider uuid -> resource class -> sorted device ids
+Devices = dict[str, dict[str, list[str]]]
+#: actor, request_id, reason: who asked for a change and why
+RequestMeta = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """One resource class's inventory on one provider, with Placement's defaults."""
+
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int = MAX_INT
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+    @property
+    def capacity(self) -> int:
+        """``(total - reserved) * allocation_ratio``, floored, as Placement computes it."""
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The inventory as the plain dict events carry."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Inventory:
+        """The inventory an event's plain dict describes."""
+        return cls(**data)
+
+
+def is_valid_resource_class(name: str) -> bool:
+    """True for a standard class or a ``CUSTOM_*`` one, as Placement allows."""
+    if not RESOURCE_CLASS_PATTERN.match(name):
+        return False
+    return name in STANDARD_RESOURCE_CLASSES or name.startswith("CUSTOM_")
+
+
+def copy_allocations(allocations: Allocations) -> Allocations:
+    """A deep copy, so aggregates never share mutable state with callers."""
+    return {rp: dict(resources) for rp, resources in allocations.items()}
+
+
+def copy_devices(devices: Devices) -> Devices:
+    """A deep copy of a device mapping."""
+    return {rp: {rc: list(ids) for rc, ids in by_rc.items()} for rp, by_rc in devices.items()}
+
+
+def provider_uuids(allocations: Allocations) -> list[str]:
+    """The providers an allocation touches, sorted."""
+    return sorted(rp for rp, resources in allocations.items() if resources)
+
+
+def merge_allocations(a: Allocations, b: Allocations) -> Allocations:
+    """Two allocations added together (used by evacuation: source plus destination)."""
+    merged = copy_allocations(a)
+    for rp, resources in b.items():
+        into = merged.setdefault(rp, {})
+        for rc, amount in resources.items():
+            into[rc] = into.get(rc, 0) + amount
+    return merged
+
+
+def subtract_allocations(a: Allocations, b: Allocations) -> Allocations:
+    """``a`` without ``b`` (used by evacuation's source cleanup); empty entries dropped."""
+    result: Allocations = {}
+    for rp, resources in a.items():
+        for rc, amount in resources.items():
+            left = amount - b.get(rp, {}).get(rc, 0)
+            if left > 0:
+                result.setdefault(rp, {})[rc] = left
+    return result
+

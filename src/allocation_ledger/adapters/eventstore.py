@@ -20,7 +20,7 @@ from allocation_ledger.domain.provider import Provider
 SNAPSHOT_INTERVAL = 200
 
 
-class EventStore(Application):
+class EventStore(Application[UUID]):
     """The ledger's event store. ``env`` carries the persistence settings (see ``config``)."""
 
     name = "Ledger"
@@ -29,10 +29,10 @@ class EventStore(Application):
         Consumer: SNAPSHOT_INTERVAL,
     }
 
-    def get(self, stream_id: UUID) -> Aggregate | None:
+    def get(self, stream_id: UUID | str) -> Aggregate | None:
         """The aggregate of a stream at its latest version, or ``None`` if there is none."""
         try:
-            aggregate: Aggregate = self.repository.get(stream_id)
+            aggregate: Aggregate = self.repository.get(UUID(str(stream_id)))
         except AggregateNotFoundError:
             return None
         return aggregate

@@ -8,7 +8,7 @@ decide, and appends everything it changed in one atomic write. A rejected comman
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -157,7 +157,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
         ``older_than_seconds`` ago (the leaks an operator looks for)."""
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         views = [v for v in self._migrations() if v.status == "in-progress"]
         return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
                       key=lambda v: v.started_at)

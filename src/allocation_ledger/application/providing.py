@@ -7,11 +7,11 @@ from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.inputs import (
+    DeleteProviderIn,
     DevicesSetIn,
     InventoriesIn,
     InventoryIn,
     ProviderIn,
-    DeleteProviderIn,
     RequestIn,
     parse,
     request_meta,

@@ -39,7 +39,7 @@ T = TypeVar("T")
 MAX_ATTEMPTS = 10
 
 
-class Retry(Exception):  # noqa: N818 - control flow, never leaves this module
+class Retry(Exception):
     """The append clashed on provider streams only: run the command again."""
 
 
@@ -148,7 +148,7 @@ def run(store: EventStore, decide: Callable[[Session], T]) -> T:
         try:
             session.save()
         except Retry:
-            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))  # noqa: S311
+            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
             continue
         return result
     raise ConcurrentUpdate(session.provider_uuids, MAX_ATTEMPTS)

@@ -24,7 +24,7 @@ class LedgerError(Exception):
         return {"error": type(self).__name__, "message": self.message, **self.fields}
 
 
-class InvalidRequest(LedgerError):  # noqa: N818 - names the condition, as Placement does
+class InvalidRequest(LedgerError):
     """Raised when a command's input is malformed: bad ids, names, amounts or shapes."""
 
 
@@ -57,7 +57,7 @@ class InvalidAllocation(InvalidRequest):
         )
 
 
-class NotFound(LedgerError):  # noqa: N818
+class NotFound(LedgerError):
     """Base class for a named thing that does not exist."""
 
 
@@ -86,7 +86,7 @@ class ConsumerNotFound(NotFound):
         )
 
 
-class ProviderExists(LedgerError):  # noqa: N818
+class ProviderExists(LedgerError):
     """Raised when registering a provider whose UUID is already taken (or was used)."""
 
     def __init__(self, provider_uuid: str) -> None:
@@ -96,7 +96,7 @@ class ProviderExists(LedgerError):  # noqa: N818
         )
 
 
-class ProviderInUse(LedgerError):  # noqa: N818
+class ProviderInUse(LedgerError):
     """Raised when deleting a provider that still has allocations or children."""
 
     def __init__(self, provider_uuid: str, reason: str) -> None:
@@ -107,7 +107,7 @@ class ProviderInUse(LedgerError):  # noqa: N818
         )
 
 
-class InventoryInUse(LedgerError):  # noqa: N818
+class InventoryInUse(LedgerError):
     """Raised when removing a resource class that still has allocations against it."""
 
     def __init__(self, provider_uuid: str, resource_class: str, used: int) -> None:
@@ -187,7 +187,7 @@ class DeviceInUse(LedgerError):
         )
 
 
-class Conflict(LedgerError):  # noqa: N818
+class Conflict(LedgerError):
     """Base class for optimistic-concurrency conflicts: re-read, re-decide, try again."""
 
 

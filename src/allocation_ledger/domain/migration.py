@@ -10,6 +10,7 @@ context all the same. A migration resolves at most once.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from allocation_ledger.domain.consumer import MIGRATION, Consumer
 from allocation_ledger.domain.errors import InvalidTransition
@@ -68,10 +69,11 @@ class Migration(Consumer):
 
         status: str
 
-        def apply(self, aggregate: Migration) -> None:
+        def apply(self, aggregate: Consumer) -> None:
             super().apply(aggregate)
-            aggregate.status = self.status
-            aggregate.finished_at = self.timestamp
+            migration = cast(Migration, aggregate)
+            migration.status = self.status
+            migration.finished_at = self.timestamp
 
     class Confirmed(Resolved):
         """The move was confirmed: the source allocation and old devices were released."""

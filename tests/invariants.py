@@ -1,0 +1,70 @@
+"""DESIGN §5 invariants, checked from the store's current state, for tests to call after
+every step: ``assert_invariants(ledger)``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from allocation_ledger import Ledger
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
+
+
+def current_aggregates(ledger: Ledger) -> tuple[list[Provider], list[Consumer]]:
+    """Every provider and consumer stream at its latest version."""
+    streams = {n.originator_id for n in ledger.store.recorder.select_notifications(1, 10**9)}
+    providers: list[Provider] = []
+    consumers: list[Consumer] = []
+    for stream in streams:
+        found = ledger.store.get(stream)
+        if isinstance(found, Provider):
+            providers.append(found)
+        elif isinstance(found, Consumer):
+            consumers.append(found)
+    return providers, consumers
+
+
+def violations(ledger: Ledger) -> list[str]:
+    """Every broken invariant, as readable lines (empty when all hold)."""
+    providers, consumers = current_aggregates(ledger)
+    found: list[str] = []
+    usage: dict[tuple[str, str], int] = defaultdict(int)
+    device_usage: dict[tuple[str, str], int] = defaultdict(int)
+    holders: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for c in consumers:
+        for rp, resources in c.allocations.items():
+            for rc, amount in resources.items():
+                usage[(rp, rc)] += amount
+                if c.devices.get(rp, {}).get(rc):
+                    device_usage[(rp, rc)] += amount
+        for rp, by_rc in c.devices.items():
+            for rc, ids in by_rc.items():
+                for d in ids:
+                    holders[(rp, rc, d)].append(c.uuid)
+        if isinstance(c, Migration) and c.allocations and not c.in_flight:
+            found.append(f"migration {c.uuid} is {c.status} but holds {c.allocations}")
+    for p in providers:
+        for rc in set(p.usages) | {rc for (rp, rc) in usage if rp == p.uuid}:
+            if p.usages.get(rc, 0) != usage.get((p.uuid, rc), 0):
+                found.append(f"provider {p.uuid} {rc}: usage {p.usages.get(rc, 0)} != "
+                             f"sum of allocations {usage.get((p.uuid, rc), 0)}")
+        for rc, devices in p.devices.items():
+            held = {d: h for d, h in devices.items() if h is not None}
+            if len(held) != device_usage.get((p.uuid, rc), 0):
+                found.append(f"provider {p.uuid} {rc}: {len(held)} devices held but "
+                             f"{device_usage.get((p.uuid, rc), 0)} used by device holders")
+            for d, h in held.items():
+                if holders.get((p.uuid, rc, d)) != [h]:
+                    found.append(f"device {d} on {p.uuid}: provider says {h}, consumers say "
+                                 f"{holders.get((p.uuid, rc, d))}")
+    for (rp, rc, d), who in holders.items():
+        if len(who) > 1:
+            found.append(f"device {d} ({rc}) on {rp} has holders {who}")
+    return found
+
+
+def assert_invariants(ledger: Ledger) -> None:
+    """Fail with every broken invariant listed."""
+    problems = violations(ledger)
+    assert not problems, "\n".join(problems)

@@ -75,8 +75,12 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                     expected_generation=expected_generation, project_id=project_id,
                     user_id=user_id, consumer_type=consumer_type, devices=devices or {})
         meta = request_meta(request)
-        run(self.store, lambda s: claims.write(s, [_write(cmd)], meta))
-        return self.consumer(cmd.consumer_uuid)
+
+        def decide(s: Session) -> Session:
+            claims.write(s, [_write(cmd)], meta)
+            return s
+
+        return _view(run(self.store, decide), cmd.consumer_uuid)
 
     def write_allocations(
         self,
@@ -93,8 +97,13 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             raise InvalidRequest("a write needs at least one consumer")
         cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
         meta = request_meta(request)
-        run(self.store, lambda s: claims.write(s, [_write(c) for c in cmds], meta))
-        return [self.consumer(c.consumer_uuid) for c in cmds]
+
+        def decide(s: Session) -> Session:
+            claims.write(s, [_write(c) for c in cmds], meta)
+            return s
+
+        session = run(self.store, decide)
+        return [_view(session, c.consumer_uuid) for c in cmds]
 
     def release(
         self,
@@ -124,11 +133,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        uuid = _uuid(consumer_uuid)
-        session = Session(self.store)
-        found = session.consumer(uuid)
-        moving_with = claims.in_flight_migration(session, found)
-        return ConsumerView.of(uuid, found, moving_with.uuid if moving_with else None)
+        return _view(Session(self.store), _uuid(consumer_uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
@@ -174,6 +179,12 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                 if isinstance(found, Migration):
                     yield MigrationView.of(found)
             start = batch[-1].id + 1
+
+
+def _view(session: Session, consumer_uuid: str) -> ConsumerView:
+    found = session.consumer(consumer_uuid)
+    moving_with = claims.in_flight_migration(session, found)
+    return ConsumerView.of(consumer_uuid, found, moving_with.uuid if moving_with else None)
 
 
 def _uuid(value: str) -> str:

@@ -52,6 +52,8 @@ class Session:
         self._consumers: dict[str, Consumer | None] = {}
         self._new: list[Aggregate] = []
         self._expected_providers: dict[str, int] = {}
+        #: consumer -> (stream version, generation) as first read; (None, None) if absent
+        self._loaded: dict[str, tuple[int | None, int | None]] = {}
 
     # -- the Workspace protocol -----------------------------------------------------------
 
@@ -66,7 +68,11 @@ class Session:
         """The consumer, or ``None`` if its stream does not exist."""
         if consumer_uuid not in self._consumers:
             found = self._store.get(consumer_stream_id(consumer_uuid))
-            self._consumers[consumer_uuid] = found if isinstance(found, Consumer) else None
+            consumer = found if isinstance(found, Consumer) else None
+            self._consumers[consumer_uuid] = consumer
+            self._loaded[consumer_uuid] = (
+                (consumer.version, consumer.generation) if consumer is not None else (None, None)
+            )
         return self._consumers[consumer_uuid]
 
     def migration(self, migration_uuid: str) -> Migration:
@@ -81,6 +87,9 @@ class Session:
         self._new.append(aggregate)
         if isinstance(aggregate, Provider):
             self._providers[aggregate.uuid] = aggregate
+        else:
+            self.consumer(aggregate.uuid)  # remember it was absent
+            self._consumers[aggregate.uuid] = aggregate
 
     # -- extras for provider commands -----------------------------------------------------
 
@@ -118,14 +127,11 @@ class Session:
         return count
 
     def _explain_clash(self, err: IntegrityError) -> None:
-        for uuid, consumer in self._consumers.items():
-            loaded = consumer.version if consumer is not None else None
-            if self._store.stream_version(consumer_stream_id(uuid)) != loaded:
+        for uuid, (version, generation) in self._loaded.items():
+            if self._store.stream_version(consumer_stream_id(uuid)) != version:
                 current = Session(self._store).consumer(uuid)
                 raise ConsumerGenerationConflict(
-                    uuid,
-                    consumer.generation if consumer is not None else None,
-                    current.generation if current is not None else None,
+                    uuid, generation, current.generation if current is not None else None
                 ) from err
         for uuid, expected in self._expected_providers.items():
             actual = self._store.stream_version(provider_stream_id(uuid)) or 0

@@ -46,6 +46,8 @@ def reallocate(
             for rp, resources in target.allocations.items():
                 for rc in resources:
                     load_provider(rp).inventory(rc)
+    # Devices first: for a device-backed class, running out of devices is the clearer error.
+    new_devices, holds = assign_devices(load_provider, before, targets)
     usages: dict[str, dict[str, int]] = {}
     for rp, by_rc in deltas.items():
         provider = load_provider(rp)
@@ -56,7 +58,6 @@ def reallocate(
             if delta > 0:
                 rules.check_capacity(rp, rc, provider.inventory(rc), used, used + delta)
             usages.setdefault(rp, {})[rc] = used + delta
-    new_devices, holds = assign_devices(load_provider, before, targets)
     for rp in sorted(set(usages) | set(holds)):
         names = sorted(
             t.consumer_uuid

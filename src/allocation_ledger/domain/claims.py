@@ -74,11 +74,24 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
                 f"consumer {w.consumer_uuid} holds nothing: an empty allocation would change "
                 "nothing", consumer_uuid=w.consumer_uuid,
             )
+        _check_named_devices(ws, w)
         before[w.consumer_uuid] = holding(consumer)
     targets = [Target(w.consumer_uuid, w.allocations, w.devices) for w in writes]
     after = reallocate(ws.provider, before, targets, request)
     for w in writes:
         _record_write(ws, w, after[w.consumer_uuid], request)
+
+
+def _check_named_devices(ws: Workspace, w: ConsumerWrite) -> None:
+    """Named devices must belong to a device-backed class the write allocates."""
+    for rp, by_rc in w.devices.items():
+        for rc in by_rc:
+            if rc not in w.allocations.get(rp, {}) or not ws.provider(rp).is_device_backed(rc):
+                raise InvalidRequest(
+                    f"consumer {w.consumer_uuid} names {rc} devices on provider {rp}, but the "
+                    f"write allocates no device-backed {rc} there",
+                    consumer_uuid=w.consumer_uuid, provider_uuid=rp, resource_class=rc,
+                )
 
 
 def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: RequestMeta) -> None:

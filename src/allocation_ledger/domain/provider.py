@@ -21,6 +21,7 @@ from allocation_ledger.domain import rules
 from allocation_ledger.domain.errors import (
     DeviceInUse,
     InvalidInventory,
+    InvalidRequest,
     InventoryInUse,
     ProviderInUse,
     ResourceClassNotOnProvider,
@@ -211,6 +212,13 @@ class Provider(Aggregate):
         """
         current = self.devices.get(resource_class, {})
         wanted = set(device_ids)
+        if len(wanted) != len(device_ids):
+            doubled = sorted({d for d in device_ids if device_ids.count(d) > 1})
+            raise InvalidRequest(
+                f"device ids named twice for {resource_class} on provider {self.uuid}: "
+                f"{', '.join(doubled)}",
+                provider_uuid=self.uuid, resource_class=resource_class, devices=doubled,
+            )
         held_removed = sorted(d for d, h in current.items() if h is not None and d not in wanted)
         if held_removed:
             raise DeviceInUse(

@@ -1,0 +1,143 @@
+"""History: every event of a consumer, a provider or a migration, in order, with when, who,
+why and what changed; and the ledger itself as a stream of plain records (JSON lines).
+
+A migration's history is its own stream plus the events of its instance from the moment
+the move started to the moment it resolved (the destination claim, the hand-back), so one
+listing tells the whole move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit.changes import changes, summary
+from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
+from allocation_ledger.domain.errors import MigrationNotFound
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.migration import Migration
+
+HIDDEN = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic",
+                    "request"})
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One event of a history: where, when, who asked, why, and what it changed."""
+
+    position: int
+    stream: str
+    version: int
+    event: str
+    time: datetime
+    request: dict[str, str]
+    changes: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+
+    @property
+    def actor(self) -> str | None:
+        """Who asked for the change."""
+        return self.request.get("actor")
+
+    @property
+    def request_id(self) -> str | None:
+        """The id of the request that made the change."""
+        return self.request.get("request_id")
+
+    @property
+    def reason(self) -> str | None:
+        """Why the change was asked for."""
+        return self.request.get("reason")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON-ready data."""
+        return {"position": self.position, "stream": self.stream, "version": self.version,
+                "event": self.event, "time": self.time.isoformat(), "actor": self.actor,
+                "request_id": self.request_id, "reason": self.reason,
+                "changes": self.changes, "summary": self.summary}
+
+
+def streams_history(store: EventStore, streams: set[UUID]) -> list[HistoryEntry]:
+    """Every event of ``streams``, in ledger order, each with what it changed."""
+    found: list[HistoryEntry] = []
+    aggregates: dict[UUID, Any] = {}
+    for notification in notifications(store):
+        stream = as_uuid(notification.originator_id)
+        if stream not in streams:
+            continue
+        event = decode(store, notification).event
+        if event is None:
+            continue
+        before = aggregates.get(stream)
+        what = changes(event, before)
+        found.append(HistoryEntry(notification.id, str(stream), event.originator_version,
+                                  type(event).__qualname__, event.timestamp,
+                                  dict(event.request), what, summary(event, what)))
+        aggregates[stream] = event.mutate(before)
+    return found
+
+
+def consumer_history(store: EventStore, consumer_uuid: str) -> list[HistoryEntry]:
+    """Every event of a consumer (an instance or a migration record)."""
+    return streams_history(store, {consumer_stream_id(consumer_uuid)})
+
+
+def provider_history(store: EventStore, provider_uuid: str) -> list[HistoryEntry]:
+    """Every event of a provider: inventory, devices, children, allocation writes."""
+    return streams_history(store, {provider_stream_id(provider_uuid)})
+
+
+def migration_history(store: EventStore, migration_uuid: str) -> list[HistoryEntry]:
+    """A move from start to resolution: the migration's events and its instance's."""
+    stream = consumer_stream_id(migration_uuid)
+    first = next(iter(store.events.get(stream, lte=1)), None)
+    if not isinstance(first, Migration.Started):
+        raise MigrationNotFound(migration_uuid)
+    instance = consumer_stream_id(first.instance_uuid)
+    mine = str(stream)
+    both = streams_history(store, {stream, instance})
+    own = [e for e in both if e.stream == mine]
+    end = next((e.position for e in own if "status" in e.changes), None)
+
+    def part_of_move(e: HistoryEntry) -> bool:
+        # The hand-back of a revert is appended just after the migration's own event.
+        return e.stream == mine or e.changes.get("migration_uuid") == migration_uuid or (
+            e.position >= own[0].position and (end is None or e.position <= end))
+
+    return [e for e in both if part_of_move(e)]
+
+
+def ledger_records(store: EventStore, start: int = 1,
+                   stop: int | None = None) -> Iterator[dict[str, Any]]:
+    """The ledger from ``start`` to ``stop`` (inclusive) as plain records: position, stream,
+    what it is (provider or consumer, and its uuid), event, time, request and payload."""
+    names: dict[UUID, tuple[str, str]] = {}
+    for entry in entries(store, start, stop):
+        record: dict[str, Any] = {"position": entry.position, "stream": str(entry.stream),
+                                  "version": entry.version}
+        if entry.event is None:
+            yield {**record, "topic": entry.topic, "error": entry.error}
+            continue
+        event = entry.event
+        kind, uuid = names.get(entry.stream) or _name(store, entry.stream, event)
+        names[entry.stream] = (kind, uuid)
+        request = dict(event.request)
+        yield {**record, kind: uuid, "event": type(event).__qualname__,
+               "time": event.timestamp.isoformat(), "actor": request.get("actor"),
+               "request_id": request.get("request_id"), "reason": request.get("reason"),
+               "data": {k: v for k, v in vars(event).items() if k not in HIDDEN}}
+
+
+def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:
+    """Whether a stream is a provider or a consumer, and its uuid (from its first event)."""
+    first = event if event.originator_version == 1 else next(
+        iter(store.events.get(stream, lte=1)), None)
+    if first is not None and hasattr(first, "provider_uuid"):
+        return "provider_uuid", str(first.provider_uuid)
+    if first is not None and hasattr(first, "consumer_uuid"):
+        return "consumer_uuid", str(first.consumer_uuid)
+    return "unknown", str(stream)

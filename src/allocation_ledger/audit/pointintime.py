@@ -1,0 +1,135 @@
+"""Point-in-time questions: what did a provider, a consumer, a migration or every host look
+like at a ledger position, or at a moment?
+
+A moment is turned into a position first (the last event recorded at or before it), so
+"at 10:00" and "at position 1234" mean the same kind of cut: a prefix of the ledger. The
+answers are the service's own read views, built from aggregates replayed to that cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
+from allocation_ledger.audit.reading import (
+    as_uuid,
+    decode,
+    entries,
+    last_position,
+    notifications,
+    position_at,
+)
+from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.errors import (
+    ConsumerNotFound,
+    InvalidRequest,
+    MigrationNotFound,
+    ProviderNotFound,
+)
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
+
+V = TypeVar("V")
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class AsOf(Generic[V]):
+    """An answer and the cut it holds for: ``position`` and the time of that event."""
+
+    position: int
+    time: datetime | None
+    value: V
+
+
+def cut(store: EventStore, position: int | None = None, when: datetime | None = None) -> int:
+    """The ledger position a question is asked at: ``position``, else the last event at or
+    before ``when``, else the newest event."""
+    if position is not None and when is not None:
+        raise InvalidRequest("ask at a position or at a time, not both")
+    if position is not None:
+        if position < 0:
+            raise InvalidRequest(f"a position is 0 or more, got {position}", position=position)
+        return position
+    if when is not None:
+        if when.tzinfo is None:
+            raise InvalidRequest(f"time {when.isoformat()} needs a timezone", time=str(when))
+        return position_at(store, when)
+    return last_position(store)
+
+
+def replay(store: EventStore, stop: int | None = None,
+           progress: Progress | None = None) -> LedgerState:
+    """Every aggregate as of position ``stop`` (the whole ledger when ``None``)."""
+    state = LedgerState()
+    end = stop if stop is not None else last_position(store)
+    for entry in entries(store, 1, stop):
+        if entry.event is not None:
+            state.apply(entry.position, entry.event)
+        if progress is not None and entry.position % 1000 == 0:
+            progress(entry.position, end)
+    return state
+
+
+def stream_at(store: EventStore, stream: UUID, position: int) -> AsOf[Any]:
+    """One stream's aggregate as of ``position`` (``None`` if not yet created). Reads the
+    ledger's raw notifications up to the cut but decodes only that stream's events."""
+    aggregate: Any = None
+    last = None
+    for notification in notifications(store, 1, position):
+        last = notification
+        if as_uuid(notification.originator_id) == stream:
+            event = decode(store, notification).event
+            if event is not None:
+                aggregate = event.mutate(aggregate)
+    time = decode(store, last).time if last is not None else None
+    return AsOf(last.id if last is not None else 0, time, aggregate)
+
+
+def provider_at(store: EventStore, provider_uuid: str, position: int) -> AsOf[ProviderView]:
+    """A provider's inventory, usage and devices at ``position``."""
+    found = stream_at(store, provider_stream_id(provider_uuid), position)
+    if not isinstance(found.value, Provider):
+        raise ProviderNotFound(provider_uuid)
+    return AsOf(found.position, found.time, ProviderView.of(found.value))
+
+
+def consumer_at(store: EventStore, consumer_uuid: str, position: int) -> AsOf[ConsumerView]:
+    """A consumer's allocations, devices and generation at ``position`` (generation
+    ``None`` when it held nothing then)."""
+    found = stream_at(store, consumer_stream_id(consumer_uuid), position)
+    consumer = found.value
+    if consumer is not None and not isinstance(consumer, Consumer):
+        raise ConsumerNotFound(consumer_uuid)
+    moving: str | None = None
+    if consumer is not None and consumer.migration_uuid is not None:
+        migration = stream_at(store, consumer_stream_id(consumer.migration_uuid), position)
+        if isinstance(migration.value, Migration) and migration.value.in_flight:
+            moving = migration.value.uuid
+    return AsOf(found.position, found.time, ConsumerView.of(consumer_uuid, consumer, moving))
+
+
+def migration_at(store: EventStore, migration_uuid: str, position: int) -> AsOf[MigrationView]:
+    """A migration's context and status at ``position``."""
+    found = stream_at(store, consumer_stream_id(migration_uuid), position)
+    if not isinstance(found.value, Migration):
+        raise MigrationNotFound(migration_uuid)
+    return AsOf(found.position, found.time, MigrationView.of(found.value))
+
+
+def hosts_at(store: EventStore, position: int,
+             progress: Progress | None = None) -> AsOf[dict[str, dict[str, ProviderView]]]:
+    """Every live host (root provider) and the providers of its tree, with their usage."""
+    state = replay(store, position, progress)
+    hosts: dict[str, dict[str, ProviderView]] = {}
+    for uuid, provider in sorted(state.providers.items()):
+        if not provider.deleted:
+            hosts.setdefault(provider.root_uuid, {})[uuid] = ProviderView.of(provider)
+    return AsOf(state.position, state.time, hosts)

@@ -1,0 +1,126 @@
+"""The audit as one call: replay, check, look for leaks and drift, report.
+
+``audit(store)`` replays the whole ledger (or the part between two positions, building the
+state before ``start`` without checking it) and returns an :class:`AuditReport`. A report
+with any finding of severity "error" means the ledger broke an invariant of DESIGN §5.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit import drift
+from allocation_ledger.audit import findings as f
+from allocation_ledger.audit.findings import Finding, Where
+from allocation_ledger.audit.pointintime import replay
+from allocation_ledger.audit.reading import entries, last_position
+from allocation_ledger.audit.replay import Auditor
+from allocation_ledger.audit.state import LedgerState
+
+Progress = Callable[[int, int], None]
+PROGRESS_EVERY = 2000
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What an audit looked at and what it found."""
+
+    findings: list[Finding]
+    events: int
+    first_position: int
+    last_position: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        """Findings that break an invariant."""
+        return [x for x in self.findings if x.severity == f.ERROR]
+
+    @property
+    def ok(self) -> bool:
+        """True when no invariant is broken (warnings allowed)."""
+        return not self.errors
+
+    @property
+    def events_per_second(self) -> float:
+        """Replay throughput: events read, applied and checked per second."""
+        return self.events / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "ok": self.ok, "events": self.events, "first_position": self.first_position,
+            "last_position": self.last_position, "seconds": round(self.seconds, 3),
+            "events_per_second": round(self.events_per_second),
+            "errors": len(self.errors), "warnings": len(self.findings) - len(self.errors),
+            "findings": [x.to_dict() for x in self.findings], "notes": self.notes,
+        }
+
+
+def audit(
+    store: EventStore,
+    *,
+    start: int = 1,
+    stop: int | None = None,
+    stale_after: float | None = 3600.0,
+    now: datetime | None = None,
+    snapshots: bool = True,
+    projections: Any = None,
+    progress: Progress | None = None,
+) -> AuditReport:
+    """Replay and check the ledger from ``start`` to ``stop`` (inclusive).
+
+    ``stale_after``: migrations in flight for longer (seconds) are reported as warnings.
+    ``projections``: where the read models live (a URL or an engine, see
+    :mod:`allocation_ledger.audit.drift`), compared with the replay when the whole ledger
+    was audited.
+    """
+    began = time.perf_counter()
+    end = stop if stop is not None else last_position(store)
+    state = replay(store, start - 1) if start > 1 else LedgerState()
+    auditor = Auditor(state, drift.snapshot_checker(store) if snapshots else None)
+    for entry in entries(store, start, stop):
+        auditor.observe(entry)
+        if progress is not None and auditor.events % PROGRESS_EVERY == 0:
+            progress(entry.position, end)
+    auditor.finish()
+    if progress is not None:
+        progress(end, end)
+    found = list(auditor.findings)
+    if stale_after is not None:
+        found += stale_migrations(auditor.state, stale_after, now)
+    notes: list[str] = []
+    if stop is None and projections is not None:
+        drifted, notes = drift.projection_drift(projections, auditor.state)
+        found += drifted
+    return AuditReport(found, auditor.events, start, auditor.state.position,
+                       time.perf_counter() - began, notes)
+
+
+def stale_migrations(state: LedgerState, older_than: float,
+                     now: datetime | None = None) -> list[Finding]:
+    """Migrations still in flight that started more than ``older_than`` seconds ago: the
+    allocations Nova leaks when a move is never confirmed or reverted."""
+    now = now or datetime.now(UTC)
+    found: list[Finding] = []
+    for migration in sorted(state.migrations(), key=lambda m: m.started_at):
+        age = (now - migration.started_at).total_seconds()
+        if migration.in_flight and age >= older_than:
+            where = Where(state.created_at.get(migration.id, 0), migration.started_at,
+                          migration.id)
+            found.append(Finding.at(
+                where, f.STALE_MIGRATION,
+                f"{migration.kind} {migration.uuid} of instance {migration.instance_uuid} has "
+                f"been in flight for {age / 3600:.1f} h", {
+                    "migration_uuid": migration.uuid, "instance_uuid": migration.instance_uuid,
+                    "kind": migration.kind},
+                {"age_seconds": round(age), "held": sum(
+                    sum(r.values()) for r in migration.allocations.values())},
+                severity=f.WARNING))
+    return found

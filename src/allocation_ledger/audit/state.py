@@ -1,0 +1,111 @@
+"""The ledger replayed in memory: every aggregate, rebuilt by its own domain appliers.
+
+Replaying never decides anything: it hands each decoded event to the domain's ``mutate``
+(appliers only assign), so what it rebuilds is exactly what the service would load. What
+does not follow on its stream (a version gap, a second creation, an event for a stream that
+was never created, an applier that fails on a malformed record) is reported as a problem
+and replay goes on, so one bad record never hides the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
+
+
+@dataclass
+class LedgerState:
+    """Every provider and consumer as of ``position`` (0: nothing replayed yet)."""
+
+    aggregates: dict[UUID, Aggregate] = field(default_factory=dict)
+    providers: dict[str, Provider] = field(default_factory=dict)
+    consumers: dict[str, Consumer] = field(default_factory=dict)
+    #: where each stream was created (for findings about a stream as a whole)
+    created_at: dict[UUID, int] = field(default_factory=dict)
+    position: int = 0
+    time: datetime | None = None
+
+    def apply(self, position: int, event: Any) -> str | None:
+        """Apply one event; a sentence describing what did not fit, else ``None``."""
+        self.position = position
+        self.time = event.timestamp
+        stream: UUID = event.originator_id
+        aggregate = self.aggregates.get(stream)
+        try:
+            if aggregate is None:
+                if not isinstance(event, Aggregate.Created):
+                    return (f"event version {event.originator_version} of stream {stream} "
+                            "comes before the stream was created")
+                return self._create(position, event)
+            if isinstance(event, Aggregate.Created):
+                return f"stream {stream} is created a second time (version " \
+                       f"{event.originator_version}); the second creation is ignored"
+            expected = aggregate.version + 1
+            event.apply(aggregate)
+            aggregate.version = event.originator_version
+            aggregate.modified_on = event.timestamp
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            return f"event cannot be applied: {type(err).__name__}: {err}"
+        if event.originator_version != expected:
+            return (f"stream {stream} jumps from version {expected - 1} to "
+                    f"{event.originator_version}")
+        return None
+
+    def _create(self, position: int, event: Any) -> str | None:
+        aggregate = event.mutate(None)
+        stream: UUID = event.originator_id
+        self.aggregates[stream] = aggregate
+        self.created_at[stream] = position
+        if isinstance(aggregate, Provider):
+            self.providers[aggregate.uuid] = aggregate
+            expected = provider_stream_id(aggregate.uuid)
+        elif isinstance(aggregate, Consumer):
+            self.consumers[aggregate.uuid] = aggregate
+            expected = consumer_stream_id(aggregate.uuid)
+        else:
+            return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
+        if event.originator_version != 1:
+            return f"stream {stream} starts at version {event.originator_version}, not 1"
+        if stream != expected:
+            return f"stream {stream} should be {expected} for {aggregate.uuid}"
+        return None
+
+    def migrations(self) -> list[Migration]:
+        """Every migration consumer."""
+        return [c for c in self.consumers.values() if isinstance(c, Migration)]
+
+    def in_flight_migration(self, consumer: Consumer) -> Migration | None:
+        """The move ``consumer`` is in the middle of, if any."""
+        if consumer.migration_uuid is None:
+            return None
+        found = self.consumers.get(consumer.migration_uuid)
+        return found if isinstance(found, Migration) and found.in_flight else None
+
+
+def fingerprint(aggregate: Aggregate) -> dict[str, Any]:
+    """What §5.5 says a replay must reproduce, as plain data to compare."""
+    if isinstance(aggregate, Provider):
+        return {"version": aggregate.version, "inventories": aggregate.inventories,
+                "usages": {rc: n for rc, n in aggregate.usages.items() if n},
+                "devices": aggregate.devices, "children": sorted(aggregate.children),
+                "deleted": aggregate.deleted}
+    if isinstance(aggregate, Consumer):
+        found: dict[str, Any] = {
+            "version": aggregate.version, "allocations": aggregate.allocations,
+            "devices": aggregate.devices, "migration_uuid": aggregate.migration_uuid,
+        }
+        if isinstance(aggregate, Migration):
+            found.update(status=aggregate.status, destination_root=aggregate.destination_root,
+                         new_allocations=aggregate.new_allocations,
+                         old_allocations=aggregate.old_allocations)
+        return found
+    return {"version": aggregate.version}

@@ -1,0 +1,56 @@
+"""What one benchmark run measures, and how long it spends on each figure.
+
+Two presets: the full run (the default: the ledger grows to a million events) and a quick
+run for smoke tests. Every figure is time-boxed (``duration`` seconds of work) rather than
+counted, so a slow machine gives fewer samples, not a longer run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+STORE_KINDS = ("memory", "sqlite", "postgresql")
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/ledger_test"
+POSTGRES_URL_ENV_VAR = "LEDGER_BENCH_POSTGRES_URL"
+
+
+def default_postgres_url() -> str:
+    """``$LEDGER_BENCH_POSTGRES_URL``, else ``$LEDGER_TEST_POSTGRES_URL``, else local."""
+    return (
+        os.environ.get(POSTGRES_URL_ENV_VAR)
+        or os.environ.get("LEDGER_TEST_POSTGRES_URL")
+        or DEFAULT_POSTGRES_URL
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's choices. ``grow_to`` is the ledger size (events) of the history figure."""
+
+    stores: tuple[str, ...] = ("sqlite", "postgresql")
+    postgres_url: str = field(default_factory=default_postgres_url)
+    workdir: Path | None = None
+    out: Path = Path("bench-results/bench.json")
+    duration: float = 5.0
+    writers: tuple[int, ...] = (1, 2, 4)
+    batch_sizes: tuple[int, ...] = (1, 10, 100, 1000)
+    small_history: int = 1_000
+    grow_to: int = 1_000_000
+    history_claims: int = 600
+    quick: bool = False
+
+    def with_overrides(self, **changes: object) -> Settings:
+        """A copy with the given fields changed (``None`` values are ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+
+
+def full() -> Settings:
+    """The default run: every figure, ledger grown to a million events."""
+    return Settings()
+
+
+def quick() -> Settings:
+    """A smoke run: short samples, ledger grown to 20,000 events."""
+    return Settings(duration=1.0, grow_to=20_000, history_claims=100, quick=True)

@@ -1,0 +1,74 @@
+"""Samples of timed operations: rate and latency percentiles, and the loop that takes them."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Sample:
+    """``count`` operations of ``items`` each (claims, say) done in ``seconds`` of wall time,
+    with one latency per operation."""
+
+    count: int
+    seconds: float
+    latencies: tuple[float, ...]
+    items: int = 1
+
+    @property
+    def rate(self) -> float:
+        """Items per second."""
+        return self.count * self.items / self.seconds if self.seconds > 0 else 0.0
+
+    def percentile(self, p: float) -> float:
+        """Latency at percentile ``p`` (0-100), nearest rank, in seconds."""
+        if not self.latencies:
+            return math.nan
+        ordered = sorted(self.latencies)
+        rank = max(math.ceil(p / 100 * len(ordered)), 1)
+        return ordered[rank - 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as JSON-ready numbers (latencies in milliseconds)."""
+        return {
+            "count": self.count,
+            "items_per_op": self.items,
+            "seconds": round(self.seconds, 4),
+            "rate": round(self.rate, 2),
+            "p50_ms": _ms(self.percentile(50)),
+            "p95_ms": _ms(self.percentile(95)),
+            "p99_ms": _ms(self.percentile(99)),
+        }
+
+
+def _ms(seconds: float) -> float | None:
+    return None if math.isnan(seconds) else round(seconds * 1000, 4)
+
+
+def merge(samples: list[Sample], wall_seconds: float) -> Sample:
+    """Samples taken at the same time by several writers, as one (rate over the wall time)."""
+    latencies = tuple(x for s in samples for x in s.latencies)
+    return Sample(sum(s.count for s in samples), wall_seconds, latencies,
+                  samples[0].items if samples else 1)
+
+
+def run_for(operation: Callable[[], object], duration: float, *, items: int = 1,
+            min_count: int = 3) -> Sample:
+    """Run ``operation`` back to back for ``duration`` seconds (and at least ``min_count``
+    times), timing each call."""
+    latencies: list[float] = []
+    clock = time.perf_counter
+    start = clock()
+    deadline = start + duration
+    while True:
+        before = clock()
+        operation()
+        after = clock()
+        latencies.append(after - before)
+        if after >= deadline and len(latencies) >= min_count:
+            break
+    return Sample(len(latencies), clock() - start, tuple(latencies), items)

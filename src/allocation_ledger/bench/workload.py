@@ -1,0 +1,60 @@
+"""The benchmark's workload: roomy hosts, and instances that claim a small flavour on them.
+
+Hosts are big enough that no claim of a run is ever refused for capacity, so every figure
+measures the successful path: load, decide, one atomic append.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from allocation_ledger.application.ledger import Ledger
+
+PROJECT = "bench-project"
+USER = "bench-user"
+#: The flavour every benchmark instance claims.
+FLAVOUR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+#: Room for millions of claims of ``FLAVOUR``.
+INVENTORY = {rc: {"total": 2_000_000_000} for rc in FLAVOUR}
+REQUEST = {"actor": "bench", "reason": "allocation-ledger bench"}
+
+
+def new_id() -> str:
+    """A fresh UUID string."""
+    return str(uuid.uuid4())
+
+
+def a_host(ledger: Ledger, name: str = "bench-host") -> str:
+    """Register a roomy root provider; returns its UUID."""
+    host = new_id()
+    ledger.register_provider(host, f"{name}-{host[:8]}", inventories=INVENTORY)
+    return host
+
+
+def claim_new(ledger: Ledger, host: str) -> int:
+    """A new instance claims ``FLAVOUR`` on ``host``; returns its generation."""
+    view = ledger.claim(new_id(), {host: dict(FLAVOUR)}, None, project_id=PROJECT,
+                        user_id=USER, request=REQUEST)
+    return view.generation or 0
+
+
+def claimer(ledger: Ledger, host: str) -> Callable[[], object]:
+    """An operation for :func:`~allocation_ledger.bench.stats.run_for`: one new claim."""
+    return lambda: claim_new(ledger, host)
+
+
+def batch_claimer(ledger: Ledger, host: str, size: int) -> Callable[[], object]:
+    """An operation: ``size`` new instances claim on ``host`` in one atomic append."""
+
+    def claim_batch() -> object:
+        return ledger.write_allocations(
+            [
+                {"consumer_uuid": new_id(), "allocations": {host: dict(FLAVOUR)},
+                 "expected_generation": None, "project_id": PROJECT, "user_id": USER}
+                for _ in range(size)
+            ],
+            request=REQUEST,
+        )
+
+    return claim_batch

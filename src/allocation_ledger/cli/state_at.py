@@ -1,0 +1,111 @@
+"""``allocation-ledger state-at``: a provider, consumer, migration or every host as it was at
+a ledger position or a moment.
+
+    allocation-ledger state-at provider UUID --at 2024-05-01T10:00:00Z
+    allocation-ledger state-at consumer UUID --position 1234 --json
+    allocation-ledger state-at hosts --at 2024-05-01T10:00:00Z
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.views import ProviderView
+from allocation_ledger.audit import pointintime as pit
+from allocation_ledger.cli.audit import (
+    add_output_arguments,
+    dumps,
+    parse_time,
+    progress_bar,
+    store_of,
+)
+from allocation_ledger.domain.errors import InvalidRequest
+
+NAME = "state-at"
+HELP = "a provider, consumer, migration or every host as of a position or a time"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to show and the cut (the newest position when neither is given)."""
+    parser.add_argument("what", choices=["provider", "consumer", "migration", "hosts"])
+    parser.add_argument("uuid", nargs="?", help="the provider, consumer or migration")
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument("--at", type=parse_time, default=None, metavar="TIME",
+                      help="as of this ISO 8601 time")
+    when.add_argument("--position", type=int, default=None, metavar="N",
+                      help="as of this ledger position")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the state asked for."""
+    if args.what != "hosts" and not args.uuid:
+        raise InvalidRequest(f"state-at {args.what} needs a UUID")
+    with store_of(args) as store:
+        position = pit.cut(store, args.position, args.at)
+        found, data = _lookup(store, args, position)
+    cut = {"position": found.position,
+           "time": found.time.isoformat() if found.time else None}
+    if args.json:
+        print(dumps({"as_of": cut, args.what: data}))
+    else:
+        print(f"{args.what} as of position {cut['position']} ({cut['time'] or 'empty ledger'})")
+        if args.what == "provider":
+            _print_provider(args.uuid, data)
+        elif args.what == "hosts":
+            for tree in data.values():
+                for uuid, provider in tree.items():
+                    _print_provider(uuid, provider)
+        else:
+            _print(data, "  ")
+    return 0
+
+
+def _lookup(store: EventStore, args: argparse.Namespace,
+            position: int) -> tuple[pit.AsOf[Any], dict[str, Any]]:
+    if args.what == "provider":
+        provider = pit.provider_at(store, args.uuid, position)
+        return provider, provider_data(provider.value)
+    if args.what == "consumer":
+        consumer = pit.consumer_at(store, args.uuid, position)
+        return consumer, asdict(consumer.value)
+    if args.what == "migration":
+        migration = pit.migration_at(store, args.uuid, position)
+        return migration, asdict(migration.value)
+    hosts = pit.hosts_at(store, position, progress_bar(args))
+    return hosts, {root: {uuid: provider_data(view) for uuid, view in tree.items()}
+                   for root, tree in hosts.value.items()}
+
+
+def provider_data(view: ProviderView) -> dict[str, Any]:
+    """A provider view as plain data: tree place, and per class inventory and usage."""
+    return {
+        "name": view.name, "generation": view.generation, "parent_uuid": view.parent_uuid,
+        "root_uuid": view.root_uuid, "devices": view.devices,
+        "classes": {rc: {**asdict(c.inventory), "used": c.used, "capacity": c.capacity,
+                         "free": c.free, "over_capacity": c.over_capacity}
+                    for rc, c in view.classes.items()},
+    }
+
+
+def _print_provider(uuid: str, data: dict[str, Any]) -> None:
+    child = f" child of {data['parent_uuid'][:8]}" if data["parent_uuid"] else ""
+    print(f"  {data['name']} ({uuid[:8]}){child} generation {data['generation']}")
+    for rc, c in data["classes"].items():
+        flag = "  OVER CAPACITY" if c["over_capacity"] else ""
+        print(f"    {rc:<12} used {c['used']:>7} of {c['capacity']:>7}  free {c['free']:>7}{flag}")
+    for rc, devices in data["devices"].items():
+        held = ", ".join(f"{d}={h[:8] if h else 'free'}" for d, h in devices.items())
+        print(f"    {rc:<12} devices {held}")
+
+
+def _print(data: Any, indent: str) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            print(f"{indent}{key}:")
+            _print(value, indent + "  ")
+        else:
+            print(f"{indent}{key}: {value}")

@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
+from eventsourcing.utils import TopicError
 
 from allocation_ledger.adapters.eventstore import EventStore
 
@@ -54,7 +55,7 @@ def decode(store: EventStore, notification: Notification) -> Entry:
     """Decode one notification; an undecodable one becomes an entry with ``error`` set."""
     try:
         event = store.mapper.to_domain_event(notification)
-    except (ImportError, AttributeError, ValueError, TypeError, KeyError) as err:
+    except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError) as err:
         # The audit must report a bad record and go on, whatever the library raised for it
         # (an unknown topic, broken JSON, a field that does not fit).
         return Entry(notification.id, as_uuid(notification.originator_id),

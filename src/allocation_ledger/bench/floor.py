@@ -86,13 +86,14 @@ class SQLiteRawTable:
         self._conn.close()
 
 
-def floor_target(store_url: str, workdir: str) -> str:
-    """Where the floor of a store writes: the store's own PostgreSQL schema, a SQLite file
-    next to the store's, or an in-memory SQLite database for the in-memory store."""
+def floor_target(store_url: str) -> str:
+    """Where the floor of a store writes: a table in the store's own database (its
+    PostgreSQL schema, or its SQLite file, so both share one write-ahead log), or an
+    in-memory SQLite database for the in-memory store."""
     if store_url.startswith("postgres"):
         return store_url
-    if store_url.startswith("sqlite"):
-        return os.path.join(workdir, f"raw-floor-{uuid.uuid4().hex[:8]}.db")
+    if store_url.startswith("sqlite:///"):
+        return store_url.removeprefix("sqlite:///")
     return ":memory:"
 
 
@@ -101,3 +102,4 @@ def open_raw_table(target: str) -> RawTable:
     if target.startswith("postgres"):
         return PostgresRawTable(target)
     return SQLiteRawTable(target)
+

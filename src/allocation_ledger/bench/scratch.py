@@ -7,6 +7,7 @@ one process only.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+
+from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.bootstrap import open_ledger
 
 #: Small pools: the benchmark writes from one thread per process.
 POOL = "pool_size=2&max_overflow=2"
@@ -51,9 +55,10 @@ def postgres_schema(base_url: str, prefix: str = "bench") -> Iterator[str]:
 def scratch_store(kind: str, workdir: Path, postgres_url: str, name: str) -> Iterator[str]:
     """A fresh store of ``kind`` ("memory", "sqlite" or "postgresql"); yields its URL."""
     if kind == "memory":
-        yield "memory://"
+        yield f"memory://{name}-{uuid.uuid4().hex[:8]}"
     elif kind == "sqlite":
         path = workdir / f"{name}-{uuid.uuid4().hex[:8]}.db"
+        prime_wal(path)
         try:
             yield f"sqlite:///{path}"
         finally:
@@ -64,3 +69,47 @@ def scratch_store(kind: str, workdir: Path, postgres_url: str, name: str) -> Ite
             yield f"{conninfo(postgres_url)}?schema={schema}&{POOL}"
     else:
         raise ValueError(f"unknown store kind {kind!r}")
+
+
+def prime_wal(path: Path, megabytes: int = 8) -> None:
+    """Put a new SQLite file in WAL mode and grow its write-ahead log to full size once.
+
+    While a WAL file is still growing every commit also syncs its new size, which makes
+    the first few thousand commits of a fresh file several times slower than all later
+    ones; a benchmark should measure the steady state, so it starts after that.
+    """
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE bench_prime (data BLOB)")
+        block = bytes(64 * 1024)
+        conn.executemany("INSERT INTO bench_prime VALUES (?)",
+                         [(block,) for _ in range(megabytes * 16)])
+        conn.commit()
+        conn.execute("DROP TABLE bench_prime")
+        conn.commit()
+    conn.close()
+
+
+class Opener:
+    """Opens ledgers by URL. An in-memory store lives as long as its opener, so that it can
+    be opened again like a database (its aggregate cache lives on too)."""
+
+    def __init__(self) -> None:
+        self._memory: dict[str, Ledger] = {}
+
+    @contextmanager
+    def open(self, url: str) -> Iterator[Ledger]:
+        """The ledger over ``url``, closed afterwards unless it is in memory."""
+        if url.startswith("memory:"):
+            if url not in self._memory:
+                self._memory[url] = open_ledger(url)
+            yield self._memory[url]
+            return
+        with open_ledger(url) as ledger:
+            yield ledger
+
+    def close(self) -> None:
+        """Drop the in-memory stores."""
+        for ledger in self._memory.values():
+            ledger.close()
+        self._memory.clear()

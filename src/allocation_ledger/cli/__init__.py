@@ -19,9 +19,11 @@ from allocation_ledger.domain.errors import LedgerError
 COMMANDS = [
     "allocation_ledger.cli.demo",
     "allocation_ledger.cli.show",
+    "allocation_ledger.cli.projections",
     "allocation_ledger.cli.audit",
     "allocation_ledger.cli.history",
     "allocation_ledger.cli.state_at",
+    "allocation_ledger.cli.bench",
 ]
 
 

@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def print_report(report: AuditReport, out: TextIO = sys.stdout) -> None:
+def print_report(report: AuditReport, out: TextIO | None = None) -> None:
     """The report for a person."""
+    out = out or sys.stdout
     print(f"Audited positions {report.first_position}..{report.last_position}: "
           f"{report.events} events in {report.seconds:.2f} s "
           f"({report.events_per_second:,.0f} events/s)", file=out)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from allocation_ledger.domain.allocating import Holding, Target, reallocate
 from allocation_ledger.domain.consumer import MIGRATION, Consumer, check_generation
 from allocation_ledger.domain.errors import ConsumerNotFound, InvalidRequest
-from allocation_ledger.domain.migration import ABORTED, EVACUATION, Migration
+from allocation_ledger.domain.migration import ABORTED, EVACUATION, LIVE_MIGRATION, Migration
 from allocation_ledger.domain.values import Allocations, Devices, RequestMeta
 from allocation_ledger.domain.workspace import Workspace
 
@@ -75,6 +75,7 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
                 "nothing", consumer_uuid=w.consumer_uuid,
             )
         _check_named_devices(ws, w)
+        _check_mid_move(ws, consumer, w)
         before[w.consumer_uuid] = holding(consumer)
     targets = [Target(w.consumer_uuid, w.allocations, w.devices) for w in writes]
     after = reallocate(ws.provider, before, targets, request)
@@ -108,6 +109,27 @@ def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: Reques
     if migration is not None and migration.kind != EVACUATION:
         migration.record_destination(root_of(ws, new.allocations), new.allocations,
                                      new.devices, request)
+
+
+def _check_mid_move(ws: Workspace, consumer: Consumer | None, w: ConsumerWrite) -> None:
+    """A write naming an instance mid-move must be its destination claim."""
+    migration = in_flight_migration(ws, consumer)
+    if migration is None or migration.kind == EVACUATION:
+        return
+    if not w.allocations:
+        raise InvalidRequest(
+            f"instance {w.consumer_uuid} is mid-move (migration {migration.uuid}): release it "
+            "(which releases the migration too) or revert the migration instead",
+            consumer_uuid=w.consumer_uuid, migration_uuid=migration.uuid,
+        )
+    if migration.kind == LIVE_MIGRATION and any(
+        ws.provider(rp).root_uuid == migration.source_root for rp in w.allocations
+    ):
+        raise InvalidRequest(
+            f"a live migration must leave host {migration.source_root}: instance "
+            f"{w.consumer_uuid} cannot claim its destination there",
+            consumer_uuid=w.consumer_uuid, provider_uuid=migration.source_root,
+        )
 
 
 def release(

@@ -75,13 +75,15 @@ def _blind_copy(ws: Workspace, instance: Consumer, destination_root: str) -> All
     return {destination_root: dict(instance.allocations[sources[0]])}
 
 
-def _check_other_host(ws: Workspace, source_root: str, destination: Allocations) -> str:
-    destination_root = root_of(ws, destination)
-    if destination_root == source_root:
+def check_other_host(ws: Workspace, source_root: str, destination: Allocations,
+                     move: str) -> str:
+    """The destination's root; :class:`InvalidRequest` if any of it is on the source host."""
+    if any(ws.provider(rp).root_uuid == source_root for rp in destination):
         raise InvalidRequest(
-            f"an evacuation must leave host {source_root}", provider_uuid=source_root
+            f"a {move} must leave host {source_root}: the destination is on it",
+            provider_uuid=source_root,
         )
-    return destination_root
+    return root_of(ws, destination)
 
 
 def swap(
@@ -103,6 +105,8 @@ def swap(
                              kind=kind)
     instance = _movable_instance(ws, instance_uuid, expected_generation, migration_uuid)
     source_root = root_of(ws, instance.allocations)
+    if destination and kind == LIVE_MIGRATION:
+        check_other_host(ws, source_root, destination, kind)
     targets = [
         Target(migration_uuid, instance.allocations, instance.devices, check_units=False),
         Target(instance_uuid, destination or {}),
@@ -208,7 +212,7 @@ def evacuate(
         destination = _blind_copy(ws, instance, destination_root)
     assert destination is not None
     source_root = root_of(ws, instance.allocations)
-    dest_root = _check_other_host(ws, source_root, destination)
+    dest_root = check_other_host(ws, source_root, destination, EVACUATION)
     check_unit_rules(ws.provider, instance_uuid, destination)
     both = merge_allocations(instance.allocations, destination)
     target = Target(instance_uuid, both, instance.devices, check_units=False)

@@ -1,0 +1,86 @@
+"""Several writer processes at once (multiprocessing, spawn context).
+
+Each writer is a fresh process with its own connections: it prepares (opens the store,
+registers its own host, warms up), waits at a barrier with the others, then works for the
+same number of seconds. Their samples merge into one: the rate is every writer's operations
+over the wall time from the first start to the last finish.
+
+A writer either claims (role ``claims``: a new instance on its own host per operation, as
+a scheduler spreading instances over hosts would) or inserts raw rows (role ``floor``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
+from typing import Any
+
+from allocation_ledger.bench.stats import Sample, merge, run_for
+
+WARMUP = 20
+TIMEOUT = 300.0
+CLAIMS = "claims"
+FLOOR = "floor"
+
+
+def _operation(role: str, target: str) -> tuple[Callable[[], object], Callable[[], None]]:
+    """The operation a writer repeats, and how to clean up after it."""
+    if role == FLOOR:
+        from allocation_ledger.bench.floor import open_raw_table
+
+        table = open_raw_table(target)
+        return table.insert, table.close
+    from allocation_ledger.bench.workload import a_host, claimer
+    from allocation_ledger.bootstrap import open_ledger
+
+    ledger = open_ledger(target)
+    return claimer(ledger, a_host(ledger)), ledger.close
+
+
+def _writer(role: str, target: str, duration: float, barrier: Barrier,
+            results: Queue[Any]) -> None:
+    """One writer process: prepare, wait for the others, work, report."""
+    try:
+        operation, close = _operation(role, target)
+        try:
+            for _ in range(WARMUP):
+                operation()
+            barrier.wait(TIMEOUT)
+            start = time.perf_counter()
+            sample = run_for(operation, duration)
+            results.put(("ok", start, sample))
+        finally:
+            close()
+    except BaseException:
+        barrier.abort()
+        results.put(("error", 0.0, traceback.format_exc()))
+
+
+def run_writers(role: str, target: str, writers: int, duration: float) -> Sample:
+    """``writers`` processes doing ``role`` on ``target`` for ``duration`` seconds at once."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(writers)
+    results: Queue[Any] = ctx.Queue()
+    processes = [
+        ctx.Process(target=_writer, args=(role, target, duration, barrier, results),
+                    daemon=True)
+        for _ in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        reports = [results.get(timeout=TIMEOUT + duration) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(TIMEOUT)
+    errors = [str(r[2]) for r in reports if r[0] == "error"]
+    if errors:
+        raise RuntimeError(f"a bench writer ({role}) failed:\n" + "\n".join(errors))
+    samples: list[Sample] = [r[2] for r in reports]
+    starts = [float(r[1]) for r in reports]
+    wall = max(s + x.seconds for s, x in zip(starts, samples, strict=True)) - min(starts)
+    return merge(samples, wall)

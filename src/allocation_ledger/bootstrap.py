@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import StoreConfig, parse_url
@@ -11,7 +16,33 @@ def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); schema created on
     first use."""
     config = parse_url(url)
-    return EventStore(env=config.env), config
+    with _schema_lock(config):
+        return EventStore(env=config.env), config
+
+
+@contextmanager
+def _schema_lock(config: StoreConfig) -> Iterator[None]:
+    """Serialise schema creation between processes opening one PostgreSQL store at once.
+
+    The library creates its tables (and replaces a function) on every open; PostgreSQL
+    refuses two concurrent replacements ("tuple concurrently updated"), so services starting
+    together would crash. An advisory lock per database and schema lets them take turns.
+    """
+    if config.kind != "postgresql":
+        yield
+        return
+    env = config.env
+    key = f"allocation_ledger:{env['POSTGRES_DBNAME']}:{env.get('POSTGRES_SCHEMA', 'public')}"
+    with psycopg.connect(
+        dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
+        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+        autocommit=True, connect_timeout=10,
+    ) as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
 
 def open_ledger(url: str | None = None) -> Ledger:

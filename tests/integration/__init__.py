@@ -1,0 +1,1 @@
+"""Integration tests: real writers racing on PostgreSQL (threads and separate processes)."""

@@ -1,0 +1,130 @@
+"""Racing a confirm against a revert of one migration on PostgreSQL (DESIGN §3, §4): a
+migration resolves at most once, so exactly one wins, the other gets a
+:class:`ConsumerGenerationConflict` or :class:`InvalidTransition`, and the ledger is
+exactly the winner's outcome, never a mix of both and never a leaked allocation."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from allocation_ledger import Ledger
+from tests.builders import PROJECT, USER, a_host, an_instance, new_id
+from tests.integration import racing
+from tests.integration.racing import Call, overlapped, tally
+from tests.invariants import assert_invariants
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+ROUNDS = 100
+KINDS = ["threads", "processes"]
+FLAVOUR = {"VCPU": 2, "MEMORY_MB": 1024}
+
+
+@pytest.fixture(scope="module")
+def arena() -> Iterator[racing.Arena]:
+    """One schema, ledger, thread racer and worker processes for the whole module."""
+    with racing.arena() as found:
+        yield found
+        assert_invariants(found.ledger)
+
+
+@dataclass(frozen=True)
+class Move:
+    """A cold migration waiting for confirm or revert: the instance holds the destination,
+    the migration the source."""
+
+    source: str
+    destination: str
+    instance: str
+    migration: str
+    migration_generation: int
+    instance_generation: int
+
+
+def a_move_in_flight(ledger: Ledger) -> Move:
+    """Spawn on a source host, swap to a migration, claim a destination host."""
+    source, destination = a_host(ledger, vcpu=8), a_host(ledger, vcpu=8)
+    vm = an_instance(ledger, {source: FLAVOUR})
+    migration = new_id()
+    assert vm.generation is not None
+    ledger.swap(vm.consumer_uuid, migration, vm.generation, kind="migration")
+    claimed = ledger.claim(vm.consumer_uuid, {destination: FLAVOUR}, None,
+                           project_id=PROJECT, user_id=USER)
+    generation = ledger.migration(migration).generation
+    assert generation is not None and claimed.generation is not None
+    return Move(source, destination, vm.consumer_uuid, migration, generation,
+                claimed.generation)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_confirm_and_revert_of_one_migration_exactly_one_wins(
+    arena: racing.Arena, kind: str
+) -> None:
+    ledger, racer = arena.ledger, arena.racer(kind)
+    counts: dict[str, int] = {}
+    won_by: dict[str, int] = {}
+    contended = 0
+    rng = random.Random(7)
+    for round_no in range(ROUNDS):
+        start = arena.position()
+        move = a_move_in_flight(ledger)
+        # Confirm is the smaller write and would nearly always win: a random head start for
+        # revert in half the rounds makes both outcomes happen (and both get checked).
+        head_start = rng.uniform(0, 0.006) if round_no % 4 < 2 else 0.0
+        calls = {
+            "confirm": Call("confirm", (move.migration, move.migration_generation),
+                            delay=head_start),
+            "revert": Call("revert", (move.migration, move.migration_generation,
+                                      move.instance_generation)),
+        }
+        # Alternate who goes first, so neither racer slot (thread or process) is favoured.
+        order = ["confirm", "revert"] if round_no % 2 else ["revert", "confirm"]
+        outcomes = dict(zip(order, racer.race([calls[a] for a in order]), strict=True))
+        tally(list(outcomes.values()), counts)
+        contended += overlapped(list(outcomes.values()))
+
+        winners = [action for action, o in outcomes.items() if o.ok]
+        assert len(winners) == 1, outcomes
+        winner = winners[0]
+        won_by[winner] = won_by.get(winner, 0) + 1
+        loser = outcomes["revert" if winner == "confirm" else "confirm"]
+        status = "confirmed" if winner == "confirm" else "reverted"
+        if loser.error == "ConsumerGenerationConflict":
+            assert dict(loser.fields) == {"consumer_uuid": move.migration,
+                                          "expected": move.migration_generation,
+                                          "actual": None}, loser
+        else:
+            assert loser.error == "InvalidTransition", loser
+            assert (loser.fields["migration_uuid"], loser.fields["status"]) == (
+                move.migration, status), loser
+        assert_winners_outcome(ledger, move, winner)
+        arena.assert_round(start, [move.source, move.destination])
+    print(f"\nconfirm vs revert ({kind} x {ROUNDS}): {counts}, won by {won_by}, "
+          f"both in flight together in {contended} rounds")
+    assert contended > ROUNDS // 4, "the racers hardly overlapped: nothing was raced"
+    assert set(won_by) == {"confirm", "revert"}, "only one outcome was ever checked"
+
+
+def assert_winners_outcome(ledger: Ledger, move: Move, winner: str) -> None:
+    """The ledger holds exactly what ``winner`` leaves, and nothing of the other."""
+    migration = ledger.migration(move.migration)
+    instance = ledger.consumer(move.instance)
+    assert (migration.allocations, migration.devices) == ({}, {})
+    used = {move.source: ledger.provider(move.source).usages,
+            move.destination: ledger.provider(move.destination).usages}
+    idle = {"VCPU": 0, "MEMORY_MB": 0}
+    if winner == "confirm":
+        assert migration.status == "confirmed"
+        assert (instance.generation, instance.allocations) == (
+            move.instance_generation, {move.destination: FLAVOUR})
+        assert used == {move.source: idle, move.destination: FLAVOUR}
+    else:
+        assert migration.status == "reverted"
+        assert (instance.generation, instance.allocations) == (
+            move.instance_generation + 1, {move.source: FLAVOUR})
+        assert used == {move.source: FLAVOUR, move.destination: idle}
+    assert instance.migration_uuid is None

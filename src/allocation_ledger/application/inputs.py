@@ -50,8 +50,30 @@ Amount = Annotated[int, Strict(), Field(ge=1, le=MAX_INT)]
 Generation = Annotated[int, Strict(), Field(ge=1)]
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 ConsumerType = Annotated[str, Field(pattern=r"^[A-Z0-9_]+$", max_length=64)]
-AllocationsIn = dict[Uuid, dict[ResourceClass, Amount]]
-DevicesIn = dict[Uuid, dict[ResourceClass, list[Name]]]
+
+
+def _distinct_uuid_keys(value: object) -> object:
+    """Refuse two spellings of one UUID as keys (they would silently merge)."""
+    if isinstance(value, dict):
+        seen: dict[str, object] = {}
+        for key in value:
+            try:
+                canonical = _uuid(key)
+            except ValueError:
+                continue  # reported by the key validator
+            if canonical in seen:
+                raise ValueError(f"provider {canonical} is named twice ({seen[canonical]!r} and "
+                                 f"{key!r})")
+            seen[canonical] = key
+    return value
+
+
+AllocationsIn = Annotated[
+    dict[Uuid, Annotated[dict[ResourceClass, Amount], Field(min_length=1)]],
+    BeforeValidator(_distinct_uuid_keys),
+]
+DevicesIn = Annotated[dict[Uuid, dict[ResourceClass, list[Name]]],
+                      BeforeValidator(_distinct_uuid_keys)]
 
 
 class Model(BaseModel):
@@ -82,7 +104,7 @@ class InventoryIn(Model):
     min_unit: Annotated[int, Strict()] = 1
     max_unit: Annotated[int, Strict()] = MAX_INT
     step_size: Annotated[int, Strict()] = 1
-    allocation_ratio: float = Field(default=1.0)
+    allocation_ratio: Annotated[float, Strict()] = 1.0
 
 
 class DeleteProviderIn(Model):

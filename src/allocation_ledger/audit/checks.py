@@ -32,6 +32,8 @@ def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
     found: list[Finding] = []
     for rc, used in usages.items():
         old = before.get(rc, 0)
+        if 0 <= used <= old:
+            continue  # only a write that grows usage is held to capacity
         ids = {"provider_uuid": provider.uuid, "resource_class": rc}
         if used < 0:
             found.append(Finding.at(where, f.NEGATIVE_USAGE,
@@ -39,9 +41,9 @@ def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
                                     ids, {"usage": used}))
             continue
         raw = provider.inventories.get(rc)
-        capacity = Inventory.from_dict(raw).capacity if raw is not None else 0
-        if used > old and (raw is None or rules.capacity_exceeded(
-                Inventory.from_dict(raw), old, used)):
+        inventory = Inventory.from_dict(raw) if raw is not None else None
+        capacity = inventory.capacity if inventory is not None else 0
+        if inventory is None or rules.capacity_exceeded(inventory, old, used):
             found.append(Finding.at(
                 where, f.OVER_CAPACITY,
                 f"provider {provider.uuid} {rc} usage grew from {old} to {used}, above "

@@ -18,6 +18,7 @@ from eventsourcing.persistence import Notification
 from eventsourcing.utils import TopicError
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit.decoding import Decoder
 
 BATCH = 5000
 
@@ -51,10 +52,11 @@ def notifications(
         start = found[-1].id + 1
 
 
-def decode(store: EventStore, notification: Notification) -> Entry:
+def decode(store: EventStore, notification: Notification,
+           decoder: Decoder | None = None) -> Entry:
     """Decode one notification; an undecodable one becomes an entry with ``error`` set."""
     try:
-        event = store.mapper.to_domain_event(notification)
+        event = (decoder or Decoder(store.mapper))(notification)
     except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError) as err:
         # The audit must report a bad record and go on, whatever the library raised for it
         # (an unknown topic, broken JSON, a field that does not fit).
@@ -67,8 +69,9 @@ def decode(store: EventStore, notification: Notification) -> Entry:
 
 def entries(store: EventStore, start: int = 1, stop: int | None = None) -> Iterator[Entry]:
     """Decoded ledger events from ``start`` to ``stop`` (inclusive), in order."""
+    decoder = Decoder(store.mapper)
     for notification in notifications(store, start, stop):
-        yield decode(store, notification)
+        yield decode(store, notification, decoder)
 
 
 def last_position(store: EventStore) -> int:

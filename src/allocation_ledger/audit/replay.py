@@ -41,7 +41,8 @@ class Auditor:
         self._splitter = CommandSplitter()
         self._usage: dict[Key, Where] = {}  # pairs touched by the command being applied
         self._devices: dict[Key, Where] = {}
-        self._open: dict[Key, dict[Identity, Any]] = {}  # problems seen and not yet mended
+        #: problems seen and not yet mended, per (provider, class) and aspect checked
+        self._open: dict[tuple[Key, str], dict[Identity, Any]] = {}
         if self.state.position:
             self.check_everything()
 
@@ -134,14 +135,14 @@ class Auditor:
         self.end_command()
 
     def _report(self, key: Key, aspect: str, found: list[Finding]) -> None:
-        slot = (key[0], key[1] + "/" + aspect)
-        was = self._open.get(slot, {})
+        """Keep the findings that are new: not open yet, or open with another difference."""
+        was = self._open.get((key, aspect), {})
         now = {x.identity: x.numbers.get("difference", 0) for x in found}
         self.findings.extend(x for x in found if was.get(x.identity, None) != now[x.identity])
         if now:
-            self._open[slot] = now
+            self._open[(key, aspect)] = now
         else:
-            self._open.pop(slot, None)
+            self._open.pop((key, aspect), None)
 
 
 def _before(aggregate: Any, event: Any) -> Any:

@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
+from allocation_ledger.audit import readmodels
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
+from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
 
 Progress = Callable[[int, int], None]
@@ -71,36 +72,49 @@ def audit(
     stale_after: float | None = 3600.0,
     now: datetime | None = None,
     snapshots: bool = True,
-    projections: Any = None,
+    projections: bool | str = False,
     progress: Progress | None = None,
 ) -> AuditReport:
     """Replay and check the ledger from ``start`` to ``stop`` (inclusive).
 
     ``stale_after``: migrations in flight for longer (seconds) are reported as warnings.
-    ``projections``: where the read models live (a URL or an engine, see
-    :mod:`allocation_ledger.audit.drift`), compared with the replay when the whole ledger
-    was audited.
+    ``projections``: compare the read models (``True``: those beside the ledger; a URL:
+    those in that store) with the replay, each at its own position.
     """
     began = time.perf_counter()
-    end = stop if stop is not None else last_position(store)
+    read, notes = (readmodels.load(store, projections if isinstance(projections, str)
+                                   else None) if projections else (None, []))
+    due = readmodels.Due(read) if read is not None else None
     state = replay(store, start - 1) if start > 1 else LedgerState()
-    auditor = Auditor(state, drift.snapshot_checker(store) if snapshots else None)
+    auditor = Auditor(state, snapshot_checker(store) if snapshots else None)
+    _check(store, auditor, start, stop, due, progress)
+    found = list(auditor.findings)
+    if due is not None:
+        found += due.findings
+        notes += due.notes
+    if stale_after is not None:
+        found += stale_migrations(auditor.state, stale_after, now)
+    found.sort(key=lambda x: x.position)  # stable: each position keeps its own order
+    return AuditReport(found, auditor.events, start, auditor.state.position,
+                       time.perf_counter() - began, notes)
+
+
+def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,
+           due: readmodels.Due | None, progress: Progress | None) -> None:
+    """Feed the auditor every event from ``start`` to ``stop``; compare each read model
+    when the replay reaches its position."""
+    end = stop if stop is not None else last_position(store)
     for entry in entries(store, start, stop):
+        if due is not None:
+            due.before(entry.position, auditor.state)
         auditor.observe(entry)
         if progress is not None and auditor.events % PROGRESS_EVERY == 0:
             progress(entry.position, end)
     auditor.finish()
+    if due is not None:
+        due.finish(auditor.state)
     if progress is not None:
         progress(end, end)
-    found = list(auditor.findings)
-    if stale_after is not None:
-        found += stale_migrations(auditor.state, stale_after, now)
-    notes: list[str] = []
-    if stop is None and projections is not None:
-        drifted, notes = drift.projection_drift(projections, auditor.state)
-        found += drifted
-    return AuditReport(found, auditor.events, start, auditor.state.position,
-                       time.perf_counter() - began, notes)
 
 
 def stale_migrations(state: LedgerState, older_than: float,

@@ -1,8 +1,9 @@
 """One benchmark run: every figure on every store asked for, beside its raw floor.
 
-Per store, in this order: the raw floor (1, 2, 4 writers), single claims (1, 2, 4 writer
-processes), moves, batched claims, the floor again (the reference is the mean of both, so
-drift during the run is shared), then the cost of history on two fresh twin stores.
+Per store: claims by 1, 2 and 4 writer processes, each count right after the raw floor with
+as many writers; then, in this process, single claims, moves and batched claims, each timed
+in alternating slices with the raw floor so that both share the machine's load of the
+moment; then the cost of history on two fresh twin stores.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import platform
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -19,16 +21,18 @@ from typing import Any
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bench import history
-from allocation_ledger.bench.figures import figure, reference_floor, targets
-from allocation_ledger.bench.floor import floor_target
+from allocation_ledger.bench.figures import figure, targets
+from allocation_ledger.bench.floor import floor_target, open_raw_table
 from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
-from allocation_ledger.bench.stats import Sample, run_for
-from allocation_ledger.bench.workload import a_host, batch_claimer
+from allocation_ledger.bench.stats import Sample, combine, paired
+from allocation_ledger.bench.workload import a_host, batch_claimer, claimer
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, run_writers
 
 Progress = Callable[[str], None]
+#: Rounds of the writer-process figures (each of ``duration / ROUNDS`` seconds).
+ROUNDS = 2
 
 
 def _quiet(_: str) -> None:
@@ -61,52 +65,57 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
     """Every figure for one kind of store."""
     with scratch_store(kind, workdir, settings.postgres_url, "main") as url:
         target = floor_target(url)
-        floors = _in_processes(FLOOR, target, kind, "raw floor", settings, progress)
-        claims = _in_processes(CLAIMS, url, kind, "single claims", settings, progress)
-        with opener.open(url) as ledger:
-            progress(f"{kind}: moves and batched claims")
-            moves, batches = _moves(ledger, settings), _batches(ledger, settings)
-        progress(f"{kind}: raw floor again")
-        floor_end = run_writers(FLOOR, target, 1, settings.duration)
+        writers = _writers(url, target, kind, settings, progress)
+        with opener.open(url) as ledger, closing(open_raw_table(target)) as table:
+            progress(f"{kind}: single claims, moves and batched claims, beside the floor")
+            single = paired(claimer(ledger, a_host(ledger)), table.insert, settings.duration)
+            moves = _moves(ledger, table.insert, settings)
+            batches = {
+                size: paired(batch_claimer(ledger, a_host(ledger), size), table.insert,
+                             settings.duration, items=size, warmup=1)
+                for size in settings.batch_sizes
+            }
     progress(f"{kind}: cost of history (growing to {settings.grow_to:,} events)")
     with scratch_store(kind, workdir, settings.postgres_url, "small") as small, \
             scratch_store(kind, workdir, settings.postgres_url, "large") as large:
         grown = history.measure(opener, small, large, settings.small_history,
                                 settings.grow_to, settings.history_claims)
-    floor = reference_floor(floors.get(1, floor_end), floor_end)
     return {
-        "floor": {"reference": floor.to_dict(), "end": floor_end.to_dict(),
-                  **{str(n): figure(s, floor) for n, s in floors.items()}},
-        "claims": {str(n): figure(s, floor) for n, s in claims.items()},
-        "moves": {name: figure(s, floor, commands_per_op=3) for name, s in moves.items()},
-        "batches": {str(n): figure(s, floor) for n, s in batches.items()},
-        "history": {**grown, "floor_p50_ms": floor.to_dict()["p50_ms"]},
+        "single": figure(*single),
+        "writers": writers,
+        "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
+        "batches": {str(n): figure(*pair) for n, pair in batches.items()},
+        "history": grown,
     }
 
 
-def _in_processes(role: str, target: str, kind: str, label: str, settings: Settings,
-                  progress: Progress) -> dict[int, Sample]:
-    found: dict[int, Sample] = {}
-    for n in settings.writers:
-        progress(f"{kind}: {label}, {n} writer process(es)")
-        found[n] = run_writers(role, target, n, settings.duration)
-    return found
+def _writers(url: str, target: str, kind: str, settings: Settings,
+             progress: Progress) -> dict[str, Any]:
+    """Claims by 1, 2, 4 writer processes, each beside the floor with as many writers;
+    in ``ROUNDS`` rounds so that both see the machine's changing load."""
+    floors: dict[int, list[Sample]] = {n: [] for n in settings.writers}
+    claims: dict[int, list[Sample]] = {n: [] for n in settings.writers}
+    rounds = 1 if settings.quick else ROUNDS
+    for round_ in range(rounds):
+        for n in settings.writers:
+            progress(f"{kind}: {n} writer process(es), round {round_ + 1} of {rounds}")
+            seconds = settings.duration / rounds
+            floors[n].append(run_writers(FLOOR, target, n, seconds))
+            claims[n].append(run_writers(CLAIMS, url, n, seconds))
+    return {
+        str(n): {"claims": figure(combine(claims[n]), combine(floors[n])),
+                 "floor": combine(floors[n]).to_dict()}
+        for n in settings.writers
+    }
 
 
-def _moves(ledger: Ledger, settings: Settings) -> dict[str, Sample]:
+def _moves(ledger: Ledger, floor: Callable[[], object],
+           settings: Settings) -> dict[str, tuple[Sample, Sample]]:
     mover = Mover(ledger, a_host(ledger, "source"), a_host(ledger, "destination"))
-    moves = {"confirm": run_for(mover.confirm_cycle, settings.duration),
-             "revert": run_for(mover.revert_cycle, settings.duration)}
+    moves = {"confirm": paired(mover.confirm_cycle, floor, settings.duration),
+             "revert": paired(mover.revert_cycle, floor, settings.duration)}
     mover.check()
     return moves
-
-
-def _batches(ledger: Ledger, settings: Settings) -> dict[int, Sample]:
-    return {
-        size: run_for(batch_claimer(ledger, a_host(ledger), size), settings.duration,
-                      items=size)
-        for size in settings.batch_sizes
-    }
 
 
 def _meta(settings: Settings, started: datetime) -> dict[str, Any]:

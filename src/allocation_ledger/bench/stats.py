@@ -56,6 +56,11 @@ def merge(samples: list[Sample], wall_seconds: float) -> Sample:
                   samples[0].items if samples else 1)
 
 
+def combine(samples: list[Sample]) -> Sample:
+    """Samples taken one after the other, as one (rate over their summed time)."""
+    return merge(samples, sum(s.seconds for s in samples))
+
+
 def run_for(operation: Callable[[], object], duration: float, *, items: int = 1,
             min_count: int = 3) -> Sample:
     """Run ``operation`` back to back for ``duration`` seconds (and at least ``min_count``
@@ -72,3 +77,20 @@ def run_for(operation: Callable[[], object], duration: float, *, items: int = 1,
         if after >= deadline and len(latencies) >= min_count:
             break
     return Sample(len(latencies), clock() - start, tuple(latencies), items)
+
+
+def paired(operation: Callable[[], object], floor: Callable[[], object], duration: float,
+           *, items: int = 1, slices: int = 10, warmup: int = 3) -> tuple[Sample, Sample]:
+    """Time ``operation`` and the raw ``floor`` in alternating slices for ``duration``
+    seconds each, so that whatever else the machine does weighs on both alike; returns
+    (operation, floor) samples."""
+    for _ in range(warmup):
+        operation()
+        floor()
+    mine: list[Sample] = []
+    floors: list[Sample] = []
+    for i in range(slices):
+        turns = [(operation, mine, items), (floor, floors, 1)]
+        for run, into, n in turns if i % 2 == 0 else reversed(turns):
+            into.append(run_for(run, duration / slices, items=n, min_count=1))
+    return combine(mine), combine(floors)

@@ -69,7 +69,7 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
                 consumer_uuid=w.consumer_uuid,
             )
         check_generation(w.consumer_uuid, consumer, w.expected_generation)
-        if consumer is None and not w.allocations:
+        if not w.allocations and (consumer is None or not consumer.allocations):
             raise InvalidRequest(
                 f"consumer {w.consumer_uuid} holds nothing: an empty allocation would change "
                 "nothing", consumer_uuid=w.consumer_uuid,

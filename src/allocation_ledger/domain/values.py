@@ -60,7 +60,9 @@ def is_valid_resource_class(name: str) -> bool:
     """True for a standard class or a ``CUSTOM_*`` one, as Placement allows."""
     if not RESOURCE_CLASS_PATTERN.match(name):
         return False
-    return name in STANDARD_RESOURCE_CLASSES or name.startswith("CUSTOM_")
+    return name in STANDARD_RESOURCE_CLASSES or (
+        name.startswith("CUSTOM_") and len(name) > len("CUSTOM_")
+    )
 
 
 def copy_allocations(allocations: Allocations) -> Allocations:

@@ -1,9 +1,8 @@
-"""§5.5: what is stored besides the events must agree with the replay.
+"""§5.5 for snapshots: the store's snapshots must agree with the replay.
 
-Two things are stored besides the events: the store's snapshots (the service loads long
-streams from them) and the read models of the ``projections`` package. Snapshots are checked
-as the replay passes the version each was taken at; read models once, against the state at
-the end of the ledger.
+The service loads long streams from their latest snapshot, so a snapshot that differs from
+its events would change what the service decides. Each one is checked as the replay passes
+the version it was taken at.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.replay import AfterEvent
-from allocation_ledger.audit.state import LedgerState, fingerprint
+from allocation_ledger.audit.state import fingerprint
 
 
 def snapshot_checker(store: EventStore) -> AfterEvent | None:
@@ -45,16 +44,3 @@ def snapshot_checker(store: EventStore) -> AfterEvent | None:
             {"uuid": aggregate.uuid, "fields": differ}, {"version": version})]
 
     return check
-
-
-def projection_drift(target: Any, state: LedgerState) -> tuple[list[Finding], list[str]]:
-    """Compare the read models at ``target`` with the replayed state.
-
-    Returns the findings and notes (why nothing was compared, if so). The ``projections``
-    package is optional: without it there is nothing to compare.
-    """
-    try:
-        from projections import queries  # noqa: F401
-    except ImportError:
-        return [], ["projection drift not checked: projections.queries is not available"]
-    return [], ["projection drift not checked: projections.queries has no comparison API yet"]

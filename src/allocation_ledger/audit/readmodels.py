@@ -1,0 +1,135 @@
+"""§5.5 for the read models: each projection must show exactly what a replay shows.
+
+The read models are loaded once, before the replay (``projections.state``, read lazily: the
+``projections`` package is optional and lives outside ``src``). Each projection shows the
+ledger up to its own position, so it is compared with the replay when the replay reaches
+that position: a projection that lags is not drift, a row that disagrees is.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.views import ProviderView
+from allocation_ledger.audit import findings as f
+from allocation_ledger.audit.findings import Finding, Where
+from allocation_ledger.audit.state import LedgerState
+
+#: Findings reported per projection; beyond that, a note says how many more there were.
+LIMIT = 20
+
+Expected = Callable[[LedgerState, Any], list[tuple[str, Any, Any]]]
+
+
+def load(store: EventStore, url: str | None = None) -> tuple[Any, list[str]]:
+    """What the read models say (``url``: where they live; default: beside the ledger), or
+    ``None`` and a note saying why there is nothing to compare."""
+    try:
+        state = importlib.import_module("projections.state")
+        where = importlib.import_module("projections.store")
+    except ImportError:
+        return None, ["projection drift not checked: the projections package is not installed"]
+    engine = where.open_engine(store.env, url)
+    try:
+        found = state.read_model_state(engine)
+    except Exception as err:  # an optional package failing is a note, not a crash
+        return None, [f"projection drift not checked: reading the read models failed: "
+                      f"{type(err).__name__}: {err}"]
+    finally:
+        engine.dispose()
+    if not any(found.positions.values()):
+        return None, ["projection drift not checked: no read model has been built yet"]
+    return found, []
+
+
+def compare(name: str, state: LedgerState, read: Any) -> tuple[list[Finding], list[str]]:
+    """Findings where projection ``name`` disagrees with ``state`` (the replay at its
+    position), and notes (a projection this audit does not know, findings left out)."""
+    expected = EXPECTED.get(name)
+    if expected is None:
+        return [], [f"projection {name} not compared: the audit does not know it"]
+    where = Where(state.position, state.time)
+    found = [
+        Finding.at(where, f.PROJECTION_DRIFT,
+                   f"read model {name} has {what} = {shown}, the ledger has {truth}",
+                   {"projection": name, "key": what},
+                   {"projection_position": read.positions.get(name, 0)})
+        for what, shown, truth in expected(state, read)
+    ]
+    notes = []
+    if len(found) > LIMIT:
+        notes.append(f"projection {name}: {len(found) - LIMIT} more differences not listed")
+    return found[:LIMIT], notes
+
+
+class Due:
+    """The comparisons still to make, each at its projection's position."""
+
+    def __init__(self, read: Any) -> None:
+        self.read = read
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+        self._pending = sorted((at, name) for name, at in read.positions.items())
+
+    def before(self, position: int, state: LedgerState) -> None:
+        """Compare every projection whose position is below ``position`` (the next event
+        to replay) with ``state``."""
+        while self._pending and self._pending[0][0] < position:
+            at, name = self._pending.pop(0)
+            if at < state.position:
+                self.notes.append(f"projection {name} not compared: it is at position {at}, "
+                                  "before the audited range")
+                continue
+            found, notes = compare(name, state, self.read)
+            self.findings += found
+            self.notes += notes
+
+    def finish(self, state: LedgerState) -> None:
+        """The replay is over: compare what is due, note what is beyond it."""
+        self.before(state.position + 1, state)
+        self.notes += [f"projection {name} not compared: it is at position {at}, beyond the "
+                       f"audited range (up to {state.position})" for at, name in self._pending]
+
+
+ABSENT = "no row"
+
+
+def _differences(shown: dict[Any, Any], truth: dict[Any, Any],
+                 label: Callable[[Any], str]) -> list[tuple[str, Any, Any]]:
+    return [(label(key), shown.get(key, ABSENT), truth.get(key, ABSENT))
+            for key in sorted(shown.keys() | truth.keys(), key=str)
+            if shown.get(key, ABSENT) != truth.get(key, ABSENT)]
+
+
+def _host_usage(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+    truth = {(uuid, rc): c.used for uuid, p in state.providers.items() if not p.deleted
+             for rc, c in ProviderView.of(p).classes.items()}
+    return _differences(read.usages, truth, lambda k: f"usage of {k[1]} on provider {k[0]}")
+
+
+def _allocations(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+    generations = {uuid: c.generation for uuid, c in state.consumers.items()}
+    holdings = {uuid: c.allocations for uuid, c in state.consumers.items() if c.allocations}
+    return (_differences(read.generations, generations,
+                         lambda k: f"the generation of consumer {k}")
+            + _differences(read.holdings, holdings,
+                           lambda k: f"the allocations of consumer {k}"))
+
+
+def _devices(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+    truth = {(uuid, rc, d): h for uuid, p in state.providers.items() if not p.deleted
+             for rc, devices in p.devices.items() for d, h in devices.items()}
+    return _differences(read.holders, truth,
+                        lambda k: f"the holder of device {k[2]} ({k[1]}) on provider {k[0]}")
+
+
+def _migrations(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+    truth = {m.uuid: m.status for m in state.migrations()}
+    return _differences(read.statuses, truth, lambda k: f"the status of migration {k}")
+
+
+EXPECTED: dict[str, Expected] = {"host_usage": _host_usage, "allocations": _allocations,
+                                 "devices": _devices, "migrations": _migrations}

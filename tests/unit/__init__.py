@@ -1,0 +1,1 @@
+"""Unit tests: pure rules and input validation, no store."""

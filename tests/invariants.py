@@ -28,10 +28,31 @@ def current_aggregates(ledger: Ledger) -> tuple[list[Provider], list[Consumer]]:
 def violations(ledger: Ledger) -> list[str]:
     """Every broken invariant, as readable lines (empty when all hold)."""
     providers, consumers = current_aggregates(ledger)
-    found: list[str] = []
-    usage: dict[tuple[str, str], int] = defaultdict(int)
-    device_usage: dict[tuple[str, str], int] = defaultdict(int)
-    holders: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    usage, device_usage, holders = _tally(consumers)
+    found = [
+        f"migration {c.uuid} is {c.status} but holds {c.allocations}"
+        for c in consumers
+        if isinstance(c, Migration) and c.allocations and not c.in_flight
+    ]
+    for p in providers:
+        found += _usage_problems(p, usage)
+        found += _device_problems(p, device_usage, holders)
+    found += [
+        f"device {d} ({rc}) on {rp} has holders {who}"
+        for (rp, rc, d), who in holders.items()
+        if len(who) > 1
+    ]
+    return found
+
+
+Tally = dict[tuple[str, str], int]
+Holders = dict[tuple[str, str, str], list[str]]
+
+
+def _tally(consumers: list[Consumer]) -> tuple[Tally, Tally, Holders]:
+    usage: Tally = defaultdict(int)
+    device_usage: Tally = defaultdict(int)
+    holders: Holders = defaultdict(list)
     for c in consumers:
         for rp, resources in c.allocations.items():
             for rc, amount in resources.items():
@@ -42,25 +63,32 @@ def violations(ledger: Ledger) -> list[str]:
             for rc, ids in by_rc.items():
                 for d in ids:
                     holders[(rp, rc, d)].append(c.uuid)
-        if isinstance(c, Migration) and c.allocations and not c.in_flight:
-            found.append(f"migration {c.uuid} is {c.status} but holds {c.allocations}")
-    for p in providers:
-        for rc in set(p.usages) | {rc for (rp, rc) in usage if rp == p.uuid}:
-            if p.usages.get(rc, 0) != usage.get((p.uuid, rc), 0):
-                found.append(f"provider {p.uuid} {rc}: usage {p.usages.get(rc, 0)} != "
-                             f"sum of allocations {usage.get((p.uuid, rc), 0)}")
-        for rc, devices in p.devices.items():
-            held = {d: h for d, h in devices.items() if h is not None}
-            if len(held) != device_usage.get((p.uuid, rc), 0):
-                found.append(f"provider {p.uuid} {rc}: {len(held)} devices held but "
-                             f"{device_usage.get((p.uuid, rc), 0)} used by device holders")
-            for d, h in held.items():
-                if holders.get((p.uuid, rc, d)) != [h]:
-                    found.append(f"device {d} on {p.uuid}: provider says {h}, consumers say "
-                                 f"{holders.get((p.uuid, rc, d))}")
-    for (rp, rc, d), who in holders.items():
-        if len(who) > 1:
-            found.append(f"device {d} ({rc}) on {rp} has holders {who}")
+    return usage, device_usage, holders
+
+
+def _usage_problems(p: Provider, usage: Tally) -> list[str]:
+    classes = set(p.usages) | {rc for (rp, rc) in usage if rp == p.uuid}
+    return [
+        f"provider {p.uuid} {rc}: usage {p.usages.get(rc, 0)} != sum of allocations "
+        f"{usage.get((p.uuid, rc), 0)}"
+        for rc in sorted(classes)
+        if p.usages.get(rc, 0) != usage.get((p.uuid, rc), 0)
+    ]
+
+
+def _device_problems(p: Provider, device_usage: Tally, holders: Holders) -> list[str]:
+    found: list[str] = []
+    for rc, devices in p.devices.items():
+        held = {d: h for d, h in devices.items() if h is not None}
+        if len(held) != device_usage.get((p.uuid, rc), 0):
+            found.append(f"provider {p.uuid} {rc}: {len(held)} devices held but "
+                         f"{device_usage.get((p.uuid, rc), 0)} used by device holders")
+        found += [
+            f"device {d} on {p.uuid}: provider says {h}, consumers say "
+            f"{holders.get((p.uuid, rc, d))}"
+            for d, h in held.items()
+            if holders.get((p.uuid, rc, d)) != [h]
+        ]
     return found
 
 

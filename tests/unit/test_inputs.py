@@ -223,12 +223,19 @@ def test_inventories_name_known_classes() -> None:
 
 
 def test_request_meta_keeps_what_was_given() -> None:
-    """Empty values are dropped so events stay small; unknown keys are refused."""
-    assert request_meta(None) == {}
-    assert request_meta({"actor": "ops", "reason": ""}) == {"actor": "ops"}
-    assert request_meta({"actor": "a", "request_id": "r", "reason": "why"}) == {
+    """Empty values are dropped so events stay small; unknown keys are refused; every call
+    adds a fresh command id."""
+
+    def given(meta: dict[str, str]) -> dict[str, str]:
+        assert len(meta.pop("command_id")) == 32
+        return meta
+
+    assert given(request_meta(None)) == {}
+    assert given(request_meta({"actor": "ops", "reason": ""})) == {"actor": "ops"}
+    assert given(request_meta({"actor": "a", "request_id": "r", "reason": "why"})) == {
         "actor": "a", "request_id": "r", "reason": "why"
     }
+    assert request_meta(None)["command_id"] != request_meta(None)["command_id"]
     with pytest.raises(InvalidRequest):
         request_meta({"who": "ops"})
     with pytest.raises(InvalidRequest):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from pydantic import (
     AfterValidator,
@@ -200,8 +200,11 @@ def parse(model: type[M], **data: Any) -> M:
 
 
 def request_meta(request: Mapping[str, str] | RequestIn | None) -> RequestMeta:
-    """Validated request metadata (actor, request_id, reason) as events store it."""
+    """Validated request metadata (actor, request_id, reason) as events store it, plus a
+    fresh ``command_id`` shared by every event of this one command (so an audit can tell
+    exactly where one command's atomic append ends, even when callers reuse request ids)."""
+    meta = {"command_id": uuid4().hex}
     if request is None:
-        return {}
+        return meta
     model = request if isinstance(request, RequestIn) else parse(RequestIn, **dict(request))
-    return {k: v for k, v in model.model_dump().items() if v}
+    return {**{k: v for k, v in model.model_dump().items() if v}, **meta}

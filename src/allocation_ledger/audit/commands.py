@@ -16,7 +16,8 @@ Those are the only cuts made. Two commands that follow each other without any of
 signs are read as one, which is safe for the checks: every cut is a real end of command, so
 the ledger must be consistent there; only the state between the two goes unchecked. (A
 stream coming back after other streams also proves a boundary, but not where it is, so it
-is not used.) When every command carries its own ``request_id`` the cuts are exact.
+is not used.) The service stamps every command's events with their own ``command_id`` in
+``request``, so on ledgers it wrote the cuts are exact.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ from uuid import UUID
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit.changes import changes, summary
+from allocation_ledger.audit.decoding import Decoder
 from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
+from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import MigrationNotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
@@ -64,20 +66,20 @@ class HistoryEntry:
 def streams_history(store: EventStore, streams: set[UUID]) -> list[HistoryEntry]:
     """Every event of ``streams``, in ledger order, each with what it changed."""
     found: list[HistoryEntry] = []
-    aggregates: dict[UUID, Any] = {}
+    state = LedgerState()  # tolerates a broken stream: history must show it, not crash
+    decoder = Decoder(store.mapper)
     for notification in notifications(store):
         stream = as_uuid(notification.originator_id)
         if stream not in streams:
             continue
-        event = decode(store, notification).event
+        event = decode(store, notification, decoder).event
         if event is None:
             continue
-        before = aggregates.get(stream)
-        what = changes(event, before)
+        what = changes(event, state.aggregates.get(stream))
         found.append(HistoryEntry(notification.id, str(stream), event.originator_version,
                                   type(event).__qualname__, event.timestamp,
                                   dict(event.request), what, summary(event, what)))
-        aggregates[stream] = event.mutate(before)
+        state.apply(notification.id, event)
     return found
 
 

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
+from allocation_ledger.audit.decoding import Decoder
 from allocation_ledger.audit.reading import (
     as_uuid,
     decode,
@@ -70,27 +71,30 @@ def replay(store: EventStore, stop: int | None = None,
     """Every aggregate as of position ``stop`` (the whole ledger when ``None``)."""
     state = LedgerState()
     end = stop if stop is not None else last_position(store)
-    for entry in entries(store, 1, stop):
+    for count, entry in enumerate(entries(store, 1, stop), 1):
         if entry.event is not None:
             state.apply(entry.position, entry.event)
-        if progress is not None and entry.position % 1000 == 0:
+        if progress is not None and count % 2000 == 0:
             progress(entry.position, end)
+    if progress is not None:
+        progress(end, end)
     return state
 
 
 def stream_at(store: EventStore, stream: UUID, position: int) -> AsOf[Any]:
     """One stream's aggregate as of ``position`` (``None`` if not yet created). Reads the
     ledger's raw notifications up to the cut but decodes only that stream's events."""
-    aggregate: Any = None
+    state = LedgerState()
     last = None
+    decoder = Decoder(store.mapper)
     for notification in notifications(store, 1, position):
         last = notification
         if as_uuid(notification.originator_id) == stream:
-            event = decode(store, notification).event
+            event = decode(store, notification, decoder).event
             if event is not None:
-                aggregate = event.mutate(aggregate)
-    time = decode(store, last).time if last is not None else None
-    return AsOf(last.id if last is not None else 0, time, aggregate)
+                state.apply(notification.id, event)
+    time = decode(store, last, decoder).time if last is not None else None
+    return AsOf(last.id if last is not None else 0, time, state.aggregates.get(stream))
 
 
 def provider_at(store: EventStore, provider_uuid: str, position: int) -> AsOf[ProviderView]:

@@ -1,7 +1,7 @@
 """§5.5 for the read models: each projection must show exactly what a replay shows.
 
-The read models are loaded once, before the replay (``projections.state``, read lazily: the
-``projections`` package is optional and lives outside ``src``). Each projection shows the
+The read models are loaded once, before the replay (:mod:`readrows`; the ``projections``
+package is imported lazily: it is optional and lives outside ``src``). Each projection shows the
 ledger up to its own position, so it is compared with the replay when the replay reaches
 that position: a projection that lags is not drift, a row that disagrees is.
 """
@@ -16,28 +16,26 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
+from allocation_ledger.audit.readrows import ReadRows, read_rows
 from allocation_ledger.audit.state import LedgerState
 
 #: Findings reported per projection; beyond that, a note says how many more there were.
 LIMIT = 20
 
-Expected = Callable[[LedgerState, Any], list[tuple[str, Any, Any]]]
+Expected = Callable[[LedgerState, ReadRows], list[tuple[str, Any, Any]]]
 
 
-def load(store: EventStore, url: str | None = None) -> tuple[Any, list[str]]:
+def load(store: EventStore, url: str | None = None) -> tuple[ReadRows | None, list[str]]:
     """What the read models say (``url``: where they live; default: beside the ledger), or
     ``None`` and a note saying why there is nothing to compare."""
     try:
-        state = importlib.import_module("projections.state")
+        tables = importlib.import_module("projections.tables")
         where = importlib.import_module("projections.store")
     except ImportError:
         return None, ["projection drift not checked: the projections package is not installed"]
-    engine = where.open_engine(store.env, url)
+    engine = where.open_engine(store.env, url)  # creates the tables if missing, as it does
     try:
-        found = state.read_model_state(engine)
-    except Exception as err:  # an optional package failing is a note, not a crash
-        return None, [f"projection drift not checked: reading the read models failed: "
-                      f"{type(err).__name__}: {err}"]
+        found = read_rows(engine, tables)
     finally:
         engine.dispose()
     if not any(found.positions.values()):
@@ -45,7 +43,7 @@ def load(store: EventStore, url: str | None = None) -> tuple[Any, list[str]]:
     return found, []
 
 
-def compare(name: str, state: LedgerState, read: Any) -> tuple[list[Finding], list[str]]:
+def compare(name: str, state: LedgerState, read: ReadRows) -> tuple[list[Finding], list[str]]:
     """Findings where projection ``name`` disagrees with ``state`` (the replay at its
     position), and notes (a projection this audit does not know, findings left out)."""
     expected = EXPECTED.get(name)
@@ -68,7 +66,7 @@ def compare(name: str, state: LedgerState, read: Any) -> tuple[list[Finding], li
 class Due:
     """The comparisons still to make, each at its projection's position."""
 
-    def __init__(self, read: Any) -> None:
+    def __init__(self, read: ReadRows) -> None:
         self.read = read
         self.findings: list[Finding] = []
         self.notes: list[str] = []
@@ -104,13 +102,13 @@ def _differences(shown: dict[Any, Any], truth: dict[Any, Any],
             if shown.get(key, ABSENT) != truth.get(key, ABSENT)]
 
 
-def _host_usage(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+def _host_usage(state: LedgerState, read: ReadRows) -> list[tuple[str, Any, Any]]:
     truth = {(uuid, rc): c.used for uuid, p in state.providers.items() if not p.deleted
              for rc, c in ProviderView.of(p).classes.items()}
     return _differences(read.usages, truth, lambda k: f"usage of {k[1]} on provider {k[0]}")
 
 
-def _allocations(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+def _allocations(state: LedgerState, read: ReadRows) -> list[tuple[str, Any, Any]]:
     generations = {uuid: c.generation for uuid, c in state.consumers.items()}
     holdings = {uuid: c.allocations for uuid, c in state.consumers.items() if c.allocations}
     return (_differences(read.generations, generations,
@@ -119,14 +117,14 @@ def _allocations(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
                            lambda k: f"the allocations of consumer {k}"))
 
 
-def _devices(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+def _devices(state: LedgerState, read: ReadRows) -> list[tuple[str, Any, Any]]:
     truth = {(uuid, rc, d): h for uuid, p in state.providers.items() if not p.deleted
              for rc, devices in p.devices.items() for d, h in devices.items()}
     return _differences(read.holders, truth,
                         lambda k: f"the holder of device {k[2]} ({k[1]}) on provider {k[0]}")
 
 
-def _migrations(state: LedgerState, read: Any) -> list[tuple[str, Any, Any]]:
+def _migrations(state: LedgerState, read: ReadRows) -> list[tuple[str, Any, Any]]:
     truth = {m.uuid: m.status for m in state.migrations()}
     return _differences(read.statuses, truth, lambda k: f"the status of migration {k}")
 

@@ -12,9 +12,11 @@ a scheduler spreading instances over hosts would) or inserts raw rows (role ``fl
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from typing import Any
@@ -73,10 +75,12 @@ def run_writers(role: str, target: str, writers: int, duration: float) -> Sample
     for process in processes:
         process.start()
     try:
-        reports = [results.get(timeout=TIMEOUT + duration) for _ in processes]
+        reports = _collect(results, processes, time.monotonic() + TIMEOUT + duration)
     finally:
         for process in processes:
-            process.join(TIMEOUT)
+            process.join(5.0)
+            if process.is_alive():
+                process.terminate()
     errors = [str(r[2]) for r in reports if r[0] == "error"]
     if errors:
         raise RuntimeError(f"a bench writer ({role}) failed:\n" + "\n".join(errors))
@@ -84,3 +88,26 @@ def run_writers(role: str, target: str, writers: int, duration: float) -> Sample
     starts = [float(r[1]) for r in reports]
     wall = max(s + x.seconds for s, x in zip(starts, samples, strict=True)) - min(starts)
     return merge(samples, wall)
+
+
+def _collect(results: Queue[Any], processes: Sequence[BaseProcess],
+             deadline: float) -> list[Any]:
+    """Every writer's report; an error report for writers that died or ran out of time."""
+    reports: list[Any] = []
+    while len(reports) < len(processes):
+        try:
+            reports.append(results.get(timeout=0.5))
+            continue
+        except queue.Empty:
+            pass
+        gone = not any(p.is_alive() for p in processes)
+        if gone or time.monotonic() > deadline:
+            try:  # a writer may have reported just before it exited
+                while len(reports) < len(processes):
+                    reports.append(results.get(timeout=1.0))
+            except queue.Empty:
+                codes = [p.exitcode for p in processes]
+                why = "exited" if gone else "timed out"
+                reports.append(("error", 0.0, f"writer processes {why} (exit codes {codes})"))
+                return reports
+    return reports

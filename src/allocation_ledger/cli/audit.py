@@ -14,6 +14,12 @@ from typing import TextIO
 
 from allocation_ledger.audit.pointintime import cut
 from allocation_ledger.audit.run import AuditReport, audit
+from allocation_ledger.cli.auditing import (
+    add_output_arguments,
+    parse_time,
+    progress_bar,
+    store_of,
+)
 
 NAME = "audit"
 HELP = "replay the ledger, check every invariant, report findings (exit 1 on a violation)"

@@ -21,7 +21,7 @@ from allocation_ledger.audit.history import (
     provider_history,
 )
 from allocation_ledger.audit.reading import position_at
-from allocation_ledger.cli.audit import (
+from allocation_ledger.cli.auditing import (
     add_output_arguments,
     dumps,
     parse_time,

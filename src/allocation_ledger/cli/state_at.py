@@ -15,7 +15,7 @@ from typing import Any
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.audit import pointintime as pit
-from allocation_ledger.cli.audit import (
+from allocation_ledger.cli.auditing import (
     add_output_arguments,
     dumps,
     parse_time,

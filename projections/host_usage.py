@@ -1,0 +1,126 @@
+"""Host usage: every live provider's place in its tree, and its usage per resource class.
+
+One row per provider (``proj_providers``: name, parent, root, generation, deleted) and one
+per provider and class with inventory (``proj_host_usage``: the inventory, ``used``, and
+``capacity``, ``free``, ``over_capacity`` computed by the domain's own rule). Roll-ups per
+root tree are queries (``projections.queries``). A deleted provider keeps its tree row,
+marked deleted, and loses its usage rows.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import Inventory
+from projections import tables
+from projections.projection import Projection
+from projections.workset import GroupTable, Row, Workset
+
+PROVIDERS = GroupTable(tables.providers, "provider_uuid")
+USAGE = GroupTable(tables.host_usage, "provider_uuid")
+
+
+@singledispatch
+def handle(event: object, rows: Workset) -> None:
+    """Events that say nothing about hosts change nothing."""
+
+
+@handle.register(Provider.Registered)
+def _registered(event: Provider.Registered, rows: Workset) -> None:
+    rows.name_stream(event.originator_id, event.provider_uuid)
+    rows.put(PROVIDERS, event.provider_uuid, [{
+        "provider_uuid": event.provider_uuid,
+        "name": event.name,
+        "parent_uuid": event.parent_uuid,
+        "root_uuid": event.root_uuid,
+        "generation": event.originator_version,
+        "deleted": False,
+    }])
+
+
+@handle.register(Provider.Event)
+def _other(event: Provider.Event, rows: Workset) -> None:
+    _advanced(event, rows)
+
+
+def _advanced(event: Provider.Event, rows: Workset) -> Row:
+    """Every provider event advances its generation (children attached or detached too)."""
+    uuid = rows.name(event.originator_id)
+    (provider,) = rows.rows(PROVIDERS, uuid)
+    provider = {**provider, "generation": event.originator_version}
+    rows.put(PROVIDERS, uuid, [provider])
+    return provider
+
+
+@handle.register(Provider.InventoriesSet)
+def _inventories_set(event: Provider.InventoriesSet, rows: Workset) -> None:
+    provider = _advanced(event, rows)
+    used = _used(rows, provider)
+    rows.put(USAGE, provider["provider_uuid"], [
+        usage_row(provider, rc, inventory, used.get(rc, 0))
+        for rc, inventory in sorted(event.inventories.items())
+    ])
+
+
+@handle.register(Provider.DevicesSet)
+def _devices_set(event: Provider.DevicesSet, rows: Workset) -> None:
+    provider = _advanced(event, rows)
+    by_class = {r["resource_class"]: r for r in rows.rows(USAGE, provider["provider_uuid"])}
+    rc = event.resource_class
+    if event.inventory is None:
+        by_class.pop(rc, None)
+    else:
+        used = by_class[rc]["used"] if rc in by_class else 0
+        by_class[rc] = usage_row(provider, rc, event.inventory, used)
+    rows.put(USAGE, provider["provider_uuid"], by_class.values())
+
+
+@handle.register(Provider.AllocationsChanged)
+def _allocations_changed(event: Provider.AllocationsChanged, rows: Workset) -> None:
+    provider = _advanced(event, rows)
+    if not event.usages:
+        return
+    uuid = provider["provider_uuid"]
+    rows.put(USAGE, uuid, [
+        _with_used(r, event.usages[r["resource_class"]])
+        if r["resource_class"] in event.usages else r
+        for r in rows.rows(USAGE, uuid)
+    ])
+
+
+@handle.register(Provider.Deleted)
+def _deleted(event: Provider.Deleted, rows: Workset) -> None:
+    provider = _advanced(event, rows)
+    rows.put(PROVIDERS, provider["provider_uuid"], [{**provider, "deleted": True}])
+    rows.put(USAGE, provider["provider_uuid"], [])
+
+
+def usage_row(provider: Row, resource_class: str, inventory: dict[str, Any], used: int) -> Row:
+    """The usage row of one class: its inventory and what is used, free and over."""
+    inv = Inventory.from_dict(inventory)
+    return _with_used({
+        "provider_uuid": provider["provider_uuid"],
+        "resource_class": resource_class,
+        "root_uuid": provider["root_uuid"],
+        "total": inv.total,
+        "reserved": inv.reserved,
+        "min_unit": inv.min_unit,
+        "max_unit": inv.max_unit,
+        "step_size": inv.step_size,
+        "allocation_ratio": float(inv.allocation_ratio),
+        "capacity": inv.capacity,
+    }, used)
+
+
+def _with_used(row: Row, used: int) -> Row:
+    capacity: int = row["capacity"]
+    return {**row, "used": used, "free": max(capacity - used, 0), "over_capacity": used > capacity}
+
+
+def _used(rows: Workset, provider: Row) -> dict[str, int]:
+    return {r["resource_class"]: r["used"] for r in rows.rows(USAGE, provider["provider_uuid"])}
+
+
+HOST_USAGE = Projection("host_usage", (PROVIDERS, USAGE), handle)

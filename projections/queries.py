@@ -1,0 +1,149 @@
+"""Questions answered from the read models, without touching the ledger.
+
+Each projection shows the ledger up to its own position; to read your own writes, first
+``ReadModels.wait(ledger_position(ledger))``. Rows come back as frozen dataclasses, sorted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, Integer, cast, column, func, select, table
+
+from projections import tables
+
+_usage, _providers, _migrations = tables.host_usage.c, tables.providers.c, tables.migrations.c
+_assignments = table(tables.DEVICE_ASSIGNMENTS, *(column(name) for name in (
+    "provider_uuid", "resource_class", "device_id", "holder", "role", "migration_uuid")))
+
+
+@dataclass(frozen=True)
+class ClassUsage:
+    """One provider's usage of one resource class."""
+
+    provider_uuid: str
+    resource_class: str
+    root_uuid: str
+    total: int
+    reserved: int
+    allocation_ratio: float
+    used: int
+    capacity: int
+    free: int
+    over_capacity: bool
+
+
+@dataclass(frozen=True)
+class TreeUsage:
+    """A whole tree's (a host's) usage of one class: the sums over its providers."""
+
+    root_uuid: str
+    resource_class: str
+    used: int
+    capacity: int
+    free: int
+    over_capacity: bool  # some provider of the tree is over capacity in this class
+
+
+@dataclass(frozen=True)
+class DeviceAssignment:
+    """A device and its holder: now (``current``), or in a move's context (``old``/``new``)."""
+
+    provider_uuid: str
+    resource_class: str
+    device_id: str
+    holder: str | None
+    role: str
+    migration_uuid: str | None
+
+
+@dataclass(frozen=True)
+class MigrationContext:
+    """A move: what it moves, from where to where, and since when."""
+
+    migration_uuid: str
+    instance_uuid: str
+    kind: str
+    status: str
+    source_root: str
+    destination_root: str | None
+    old_allocations: dict[str, Any]
+    old_devices: dict[str, Any]
+    new_allocations: dict[str, Any]
+    new_devices: dict[str, Any]
+    started_at: datetime
+    finished_at: datetime | None
+
+
+def host_usage(engine: Engine, root_uuid: str | None = None) -> list[ClassUsage]:
+    """Usage per provider and class: of one tree, or of every live provider."""
+    query = select(*(_usage[f.name] for f in ClassUsage.__dataclass_fields__.values()))
+    if root_uuid is not None:
+        query = query.where(_usage.root_uuid == root_uuid)
+    with engine.connect() as conn:
+        rows = conn.execute(query.order_by(_usage.provider_uuid, _usage.resource_class))
+        return [ClassUsage(**row._mapping) for row in rows]
+
+
+def tree_usage(engine: Engine, root_uuid: str | None = None) -> list[TreeUsage]:
+    """Usage rolled up per tree (host) and class: of one tree, or of every tree."""
+    query = select(
+        _usage.root_uuid, _usage.resource_class, func.sum(_usage.used),
+        func.sum(_usage.capacity), func.sum(_usage.free),
+        func.max(cast(_usage.over_capacity, Integer)),
+    ).group_by(_usage.root_uuid, _usage.resource_class)
+    if root_uuid is not None:
+        query = query.where(_usage.root_uuid == root_uuid)
+    with engine.connect() as conn:
+        rows = conn.execute(query.order_by(_usage.root_uuid, _usage.resource_class)).all()
+    return [TreeUsage(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), bool(r[5])) for r in rows]
+
+
+def free_capacity(engine: Engine, resource_class: str, at_least: int = 1) -> list[TreeUsage]:
+    """Hosts (trees) with at least ``at_least`` of ``resource_class`` free, most free first."""
+    found = [t for t in tree_usage(engine)
+             if t.resource_class == resource_class and t.free >= at_least]
+    return sorted(found, key=lambda t: (-t.free, t.root_uuid))
+
+
+def devices_of_host(engine: Engine, root_uuid: str) -> list[DeviceAssignment]:
+    """Every device of a host's tree: its holder now, and its place in moves in flight."""
+    a = _assignments.c
+    query = (select(a.provider_uuid, a.resource_class, a.device_id, a.holder, a.role,
+                    a.migration_uuid)
+             .join_from(_assignments, tables.providers,
+                        a.provider_uuid == _providers.provider_uuid)
+             .where(_providers.root_uuid == root_uuid)
+             .order_by(a.provider_uuid, a.resource_class, a.device_id, a.role))
+    with engine.connect() as conn:
+        return [DeviceAssignment(*row) for row in conn.execute(query)]
+
+
+def in_flight_migrations(engine: Engine, older_than_seconds: float = 0.0,
+                         now: datetime | None = None) -> list[MigrationContext]:
+    """Moves still in flight that started at least ``older_than_seconds`` before ``now``,
+    oldest first: the allocations Nova leaks when nobody confirms or reverts."""
+    since = (now or datetime.now(UTC)) - timedelta(seconds=older_than_seconds)
+    query = (select(tables.migrations)
+             .where(_migrations.status == "in-progress", _migrations.started_at <= since)
+             .order_by(_migrations.started_at, _migrations.migration_uuid))
+    with engine.connect() as conn:
+        return [MigrationContext(**row._mapping) for row in conn.execute(query)]
+
+
+def allocations_of(
+    engine: Engine, consumer_uuid: str
+) -> tuple[int | None, dict[str, dict[str, int]]]:
+    """A consumer's generation (``None`` when it holds nothing) and allocations."""
+    c, a = tables.consumers.c, tables.allocations.c
+    with engine.connect() as conn:
+        generation = conn.execute(
+            select(c.generation).where(c.consumer_uuid == consumer_uuid)).scalar_one_or_none()
+        rows = conn.execute(select(a.provider_uuid, a.resource_class, a.amount)
+                            .where(a.consumer_uuid == consumer_uuid)).all()
+    held: dict[str, dict[str, int]] = {}
+    for provider, rc, amount in rows:
+        held.setdefault(provider, {})[rc] = amount
+    return generation, held

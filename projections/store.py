@@ -1,0 +1,171 @@
+"""Where the read models live: an SQLAlchemy engine for a store URL.
+
+By default the read models share the ledger's database: its SQLite file, or its PostgreSQL
+database and schema (``?schema=``). Another store can be named by URL, in the ledger's own
+URL forms (``sqlite:///path``, ``postgresql://...?schema=name&pool_size=2``), by argument or
+by ``$PROJECTIONS_URL``. A ``memory://`` ledger's read models go to an in-memory SQLite
+database, private to the process. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from psycopg import sql
+from psycopg.types.json import Json
+from sqlalchemy import (
+    JSON,
+    URL,
+    Connection,
+    Engine,
+    Table,
+    create_engine,
+    event,
+    insert,
+    select,
+    text,
+    union_all,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.sql import literal, null
+
+from allocation_ledger.config import parse_url
+from projections import tables
+
+URL_ENV_VAR = "PROJECTIONS_URL"
+#: SQLite waits this long (seconds) for another writer (the ledger) before giving up.
+SQLITE_TIMEOUT = 30
+
+
+def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
+    """An engine for the read models (tables created on first use).
+
+    ``url`` (else ``$PROJECTIONS_URL``) names their store; without one they share the
+    ledger's, whose ``eventsourcing`` settings ``store_env`` holds (``EventStore.env``).
+    """
+    url = url or os.environ.get(URL_ENV_VAR)
+    env: Mapping[str, str] = parse_url(url).env if url else store_env
+    module = env.get("PERSISTENCE_MODULE", "")
+    schema = None
+    if module.endswith("postgres"):
+        schema = env.get("POSTGRES_SCHEMA") or "public"
+        engine = _postgres_engine(env, schema)
+    elif module.endswith("sqlite"):
+        engine = _sqlite_engine(f"sqlite+pysqlite:///{env.get('SQLITE_DBNAME')}", {})
+    else:
+        engine = _sqlite_engine("sqlite+pysqlite://", {"poolclass": StaticPool})
+    create_tables(engine, schema)
+    return engine
+
+
+def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
+    url = URL.create(
+        "postgresql+psycopg",
+        username=env.get("POSTGRES_USER"),
+        password=env.get("POSTGRES_PASSWORD") or None,
+        host=env.get("POSTGRES_HOST"),
+        port=int(env.get("POSTGRES_PORT") or 5432),
+        database=env.get("POSTGRES_DBNAME"),
+    )
+    engine = create_engine(
+        url,
+        pool_size=int(env.get("POSTGRES_POOL_SIZE") or 2),
+        max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
+        pool_pre_ping=True,
+        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema.
+        connect_args={"options": f"-c search_path={schema}"},
+    )
+    return engine
+
+
+def _sqlite_engine(url: str, options: dict[str, Any]) -> Engine:
+    engine = create_engine(
+        url, connect_args={"timeout": SQLITE_TIMEOUT, "check_same_thread": False}, **options
+    )
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, begin transactions: pysqlite's legacy handling
+        # begins one only at the first write, so a batch's reads would fall outside it.
+        # And use the ledger's WAL mode, so readers never block the writer.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get("immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def create_tables(engine: Engine, schema: str | None = None) -> None:
+    """Create the read models' tables and view if they are missing.
+
+    Several processes may open the same store at once: the DDL says ``IF NOT EXISTS`` and
+    runs under a lock (PostgreSQL's advisory lock, SQLite's write lock).
+    """
+    with engine.connect().execution_options(immediate=True) as conn, conn.begin():
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
+            if schema:
+                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+        for table in tables.metadata.sorted_tables:
+            conn.execute(CreateTable(table, if_not_exists=True))
+            for index in sorted(table.indexes, key=lambda i: str(i.name)):
+                conn.execute(CreateIndex(index, if_not_exists=True))
+        body = _device_assignments().compile(
+            dialect=conn.dialect, compile_kwargs={"literal_binds": True}
+        )
+        verb = "CREATE OR REPLACE VIEW" if engine.dialect.name == "postgresql" else (
+            "CREATE VIEW IF NOT EXISTS")
+        conn.execute(text(f"{verb} {tables.DEVICE_ASSIGNMENTS} AS {body}"))
+
+
+def _device_assignments() -> Any:
+    holders, moving = tables.device_holders.c, tables.migration_devices.c
+    return union_all(
+        select(holders.provider_uuid, holders.resource_class, holders.device_id,
+               holders.holder, literal("current").label("role"),
+               null().label("migration_uuid")),
+        select(moving.provider_uuid, moving.resource_class, moving.device_id, moving.holder,
+               moving.role, moving.migration_uuid),
+    )
+
+
+def upsert_dialect(engine: Engine) -> Any:
+    """The dialect module whose ``insert`` has ``on_conflict_do_nothing``."""
+    return postgresql if engine.dialect.name == "postgresql" else sqlite
+
+
+def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert many rows in the connection's transaction: PostgreSQL's COPY (several times
+    faster than a pipelined executemany), an executemany elsewhere."""
+    if conn.dialect.name != "postgresql":
+        conn.execute(insert(table), list(rows))
+        return
+    names = [c.name for c in table.columns]
+    wrapped = {c.name for c in table.columns if isinstance(c.type, JSON)}
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, names)))
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([Json(row[n]) if n in wrapped else row[n] for n in names])
+
+
+def relax_durability(conn: Connection) -> None:
+    """Let this transaction commit without waiting for its WAL flush (PostgreSQL).
+
+    Safe for read models: a server crash can lose only whole recent transactions, rows and
+    position together, and the projection then resumes from the earlier position.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SET LOCAL synchronous_commit = off"))

@@ -1,0 +1,165 @@
+"""A projection's working set: the rows it has read or changed, written back in batches.
+
+Every read model table is read and written in *groups*: all the rows that share the value of
+one column, the provider, consumer or migration they describe. A handler reads the group of
+its event's stream, computes the group's new rows and puts them back; nothing reaches the
+database until the runner flushes the working set, with the projection's new position, in
+one transaction. A group is replaced whole (delete, then insert), so a batch of thousands of
+events costs one delete and one insert per group it touched, however many events it held.
+
+The cache outlives a commit (after a commit it is what the database holds), so a follower
+never re-reads what it wrote. It is dropped when it grows too large, and on any failure.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from uuid import UUID
+
+from sqlalchemy import Connection, Table, delete, select
+
+from projections import tables
+from projections.store import insert_rows
+
+Row = dict[str, Any]
+T = TypeVar("T")
+#: How many keys go into one ``IN (...)`` list.
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class GroupTable:
+    """A read model table and the column that groups its rows."""
+
+    table: Table
+    group_column: str
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self.table.name
+
+
+class Workset:
+    """The rows of one projection's tables that it has loaded or changed, by group.
+
+    ``complete`` says the cache holds everything the database holds (a projection rebuilt
+    from zero): a group it lacks is empty, and nothing is ever read back.
+    """
+
+    def __init__(self, projection: str, groups: Sequence[GroupTable], *, complete: bool):
+        self.projection = projection
+        self.groups = tuple(groups)
+        self.complete = complete
+        self._rows: dict[tuple[str, str], tuple[Row, ...]] = {}
+        self._stored: set[tuple[str, str]] = set()  # groups with rows in the database
+        self._dirty: set[tuple[str, str]] = set()
+        self._names: dict[str, str] = {}
+        self._new_names: dict[str, str] = {}
+
+    # -- for handlers ------------------------------------------------------------------
+
+    def rows(self, group: GroupTable, key: str) -> tuple[Row, ...]:
+        """The rows of one group (empty if it has none)."""
+        return self._rows.get((group.name, key), ())
+
+    def put(self, group: GroupTable, key: str, rows: Iterable[Row]) -> None:
+        """Replace the rows of one group."""
+        self._rows[(group.name, key)] = tuple(rows)
+        self._dirty.add((group.name, key))
+
+    def name(self, stream_id: UUID) -> str:
+        """The provider, consumer or migration UUID of an event stream."""
+        return self._names[stream_id.hex]
+
+    def name_stream(self, stream_id: UUID, uuid: str) -> None:
+        """Remember whose stream ``stream_id`` is (from the stream's first event)."""
+        self._names[stream_id.hex] = uuid
+        self._new_names[stream_id.hex] = uuid
+
+    # -- for the runner ----------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """How many groups are cached."""
+        return len(self._rows)
+
+    def prefetch(self, conn: Connection, stream_ids: Iterable[UUID]) -> None:
+        """Load the names and the groups of these streams, unless already cached."""
+        if self.complete:
+            return
+        wanted = {s.hex for s in stream_ids}
+        for chunk in _chunks(sorted(wanted - self._names.keys())):
+            found = conn.execute(select(tables.streams.c.stream_id, tables.streams.c.uuid).where(
+                tables.streams.c.projection == self.projection,
+                tables.streams.c.stream_id.in_(chunk),
+            ))
+            self._names.update({row.stream_id: row.uuid for row in found})
+        keys = sorted({self._names[s] for s in wanted if s in self._names})
+        for group in self.groups:
+            self._load(conn, group, [k for k in keys if (group.name, k) not in self._rows])
+
+    def _load(self, conn: Connection, group: GroupTable, keys: list[str]) -> None:
+        column = group.table.c[group.group_column]
+        for chunk in _chunks(keys):
+            found: dict[str, list[Row]] = defaultdict(list)
+            for row in conn.execute(select(group.table).where(column.in_(chunk))).mappings():
+                found[row[group.group_column]].append(dict(row))
+            for key in chunk:
+                self._rows[(group.name, key)] = tuple(found.get(key, ()))
+                if key in found:
+                    self._stored.add((group.name, key))
+
+    def flush(self, conn: Connection) -> int:
+        """Write every changed group and new stream name; the number of rows written."""
+        written = 0
+        if self._new_names:
+            insert_rows(conn, tables.streams, [
+                {"projection": self.projection, "stream_id": s, "uuid": u}
+                for s, u in sorted(self._new_names.items())
+            ])
+            written += len(self._new_names)
+        for group in self.groups:
+            keys = sorted(k for (name, k) in self._dirty if name == group.name)
+            stale = [k for k in keys if (group.name, k) in self._stored]
+            column = group.table.c[group.group_column]
+            for chunk in _chunks(stale):
+                conn.execute(delete(group.table).where(column.in_(chunk)))
+            rows = [row for k in keys for row in self._rows[(group.name, k)]]
+            if rows:
+                insert_rows(conn, group.table, rows)
+            written += len(rows)
+        return written
+
+    def committed(self) -> None:
+        """The flush was committed: the changed groups are now what the database holds."""
+        for key in self._dirty:
+            if self._rows[key]:
+                self._stored.add(key)
+            else:
+                self._stored.discard(key)
+        self._dirty.clear()
+        self._new_names.clear()
+
+    def trim(self, max_groups: int) -> None:
+        """Drop the cache if it holds more than ``max_groups`` groups and nothing unwritten
+        (call it before a prefetch: the groups of the events to come must stay loaded)."""
+        if len(self._rows) > max_groups and not self._dirty and not self._new_names:
+            self.forget()
+
+    def forget(self) -> None:
+        """Drop the cache (after a failed commit, or to bound memory); reads come back."""
+        self._rows.clear()
+        self._stored.clear()
+        self._dirty.clear()
+        self._names.clear()
+        self._new_names.clear()
+        self.complete = False
+
+
+def _chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), CHUNK):
+        yield items[start:start + CHUNK]

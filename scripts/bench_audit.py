@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Benchmark the audit: replay throughput (events read, applied and checked per second) on a
+large ledger, on SQLite and PostgreSQL.
+
+    scripts/bench_audit.py [--events 100000] [--stores sqlite,postgresql] [--repeat 3]
+                           [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test]
+                           [--workdir DIR] [--json]
+
+The ledger is written once through the service (in memory, the randomized workload of
+``tests/projections/random_ledger.py``: claims, moves, evacuations, device and inventory
+changes), then its events are copied as they are into a SQLite file and a fresh PostgreSQL
+schema, and each is audited ``--repeat`` times from a cold store. With ``--workdir`` the
+SQLite copy is kept and reused by the next run. Wall-clock and CPU throughput are both
+printed: on a busy machine the CPU figure is the steadier one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from eventsourcing.persistence import StoredEvent
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the workload lives with the tests
+
+from allocation_ledger import open_ledger  # noqa: E402
+from allocation_ledger.adapters.eventstore import EventStore  # noqa: E402
+from allocation_ledger.audit import audit  # noqa: E402
+from allocation_ledger.bootstrap import open_store  # noqa: E402
+from tests.projections.random_ledger import populate  # noqa: E402
+
+TARGET = 20_000
+BATCH = 2000
+
+
+def main() -> int:
+    """Build, copy, audit, report."""
+    args = _parser().parse_args()
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-audit-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    sqlite_url = f"sqlite:///{workdir / f'audit-{args.events}.db'}"
+    events = _source(sqlite_url, args.events, args.seed)
+    results = []
+    for kind in args.stores.split(","):
+        if kind == "sqlite":
+            results.append(_bench("sqlite", sqlite_url, args.repeat))
+        elif kind in ("postgresql", "postgres"):
+            results.append(_bench_postgres(args.pg_url, sqlite_url, args.repeat))
+        else:
+            raise SystemExit(f"unknown store {kind!r}")
+    if args.json:
+        print(json.dumps({"events": events, "target": TARGET, "results": results}, indent=2))
+    else:
+        print(f"audit replay of {events:,} events (target {TARGET:,} events/s checked)")
+        for r in results:
+            verdict = "meets" if r["events_per_second"] >= TARGET else "BELOW"
+            print(f"  {r['store']:<11} best {r['seconds']:6.2f} s  {r['events_per_second']:>8,} "
+                  f"events/s wall, {r['events_per_cpu_second']:>8,} per CPU-s  ({verdict} "
+                  f"target; findings {r['findings']})")
+    return 0 if all(r["findings"] == 0 for r in results) else 1
+
+
+def _source(sqlite_url: str, events: int, seed: int) -> int:
+    """Make sure the SQLite copy of the benchmark ledger exists; its number of events."""
+    store, _ = open_store(sqlite_url)
+    try:
+        have = store.recorder.max_notification_id() or 0
+        if have >= events:
+            print(f"reusing {have:,} events in {sqlite_url}", file=sys.stderr)
+            return have
+        if have:
+            raise SystemExit(f"{sqlite_url} holds {have} events, fewer than asked: remove it")
+        started = time.perf_counter()
+        with open_ledger("memory://") as ledger:
+            while (ledger.store.recorder.max_notification_id() or 0) < events:
+                populate(ledger, seed, steps=max(events // 8, 500))
+                seed += 1
+            _copy(ledger.store, store)
+        print(f"wrote {store.recorder.max_notification_id():,} events through the service in "
+              f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+        return store.recorder.max_notification_id() or 0
+    finally:
+        store.close()
+
+
+def _copy(source: EventStore, target: EventStore) -> None:
+    """Every event of ``source``, stored as is into ``target``, in ledger order."""
+    start = 1
+    while True:
+        batch = source.recorder.select_notifications(start, BATCH)
+        if not batch:
+            return
+        target.recorder.insert_events([
+            StoredEvent(n.originator_id, n.originator_version, n.topic, n.state) for n in batch])
+        start = batch[-1].id + 1
+
+
+def _bench(name: str, url: str, repeat: int) -> dict[str, Any]:
+    best: dict[str, Any] = {}
+    for _ in range(repeat):
+        store, _ = open_store(url)  # cold: a new connection, nothing cached
+        try:
+            wall, cpu = time.perf_counter(), time.process_time()
+            report = audit(store, stale_after=None)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        finally:
+            store.close()
+        if not best or wall < best["seconds"]:
+            best = {"store": name, "events": report.events, "seconds": round(wall, 3),
+                    "events_per_second": round(report.events / wall),
+                    "events_per_cpu_second": round(report.events / cpu),
+                    "findings": len(report.findings)}
+    return best
+
+
+def _bench_postgres(base: str, sqlite_url: str, repeat: int) -> dict[str, Any]:
+    schema = f"bench_audit_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = f"{base}?schema={schema}&pool_size=2&max_overflow=2"
+    try:
+        source, _ = open_store(sqlite_url)
+        target, _ = open_store(url)
+        try:
+            _copy(source, target)
+        finally:
+            source.close()
+            target.close()
+        return _bench("postgresql", url, repeat)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000,
+                        help="at least this many events in the ledger (default 100000)")
+    parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument("--repeat", type=int, default=3, help="audits per store (best wins)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/ledger_test")
+    parser.add_argument("--workdir", default=None, help="keep (and reuse) the SQLite copy here")
+    parser.add_argument("--json", action="store_true")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

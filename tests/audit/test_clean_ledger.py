@@ -1,0 +1,90 @@
+"""A long randomized ledger written through the service: the audit finds nothing, and the
+replay rebuilds exactly what the store holds (§5.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.audit import audit
+from allocation_ledger.audit.commands import CommandSplitter
+from allocation_ledger.audit.pointintime import replay
+from allocation_ledger.audit.reading import entries
+from allocation_ledger.audit.state import fingerprint
+from allocation_ledger.cli import main
+from tests.projections.random_ledger import populate
+
+
+@pytest.fixture(scope="module")
+def long_ledger() -> Iterator[tuple[Ledger, set[int]]]:
+    """An in-memory ledger after 2,000 random commands, and the position where each append
+    the service made ended (seen by wrapping the store's ``save``)."""
+    with open_ledger("memory://") as ledger:
+        ends: set[int] = set()
+        save = ledger.store.save
+
+        def save_and_note_the_end(*aggregates: object, **kwargs: object) -> object:
+            recordings = save(*aggregates, **kwargs)  # type: ignore[arg-type]
+            if recordings:
+                ends.add(recordings[-1].notification.id)
+            return recordings
+
+        ledger.store.save = save_and_note_the_end  # type: ignore[method-assign,assignment]
+        populate(ledger, seed=20240501, steps=2000)
+        yield ledger, ends
+
+
+def test_a_long_randomized_ledger_has_no_finding(long_ledger: tuple[Ledger, set[int]]) -> None:
+    ledger, _ = long_ledger
+    report = audit(ledger.store)
+    assert report.findings == []
+    assert report.events == (ledger.store.recorder.max_notification_id() or 0) > 3000
+    assert report.ok
+
+
+def test_auditing_from_a_position_builds_the_state_before_it(
+    long_ledger: tuple[Ledger, set[int]],
+) -> None:
+    ledger, _ = long_ledger
+    last = ledger.store.recorder.max_notification_id() or 0
+    report = audit(ledger.store, start=last // 2, stop=last - 10)
+    assert (report.findings, report.first_position, report.last_position) == (
+        [], last // 2, last - 10)
+    assert report.events == last - 10 - last // 2 + 1
+
+
+def test_replay_rebuilds_every_stream_exactly_as_the_store_loads_it(
+    long_ledger: tuple[Ledger, set[int]],
+) -> None:
+    ledger, _ = long_ledger
+    state = replay(ledger.store)
+    assert len(state.aggregates) > 500
+    for stream, aggregate in state.aggregates.items():
+        assert fingerprint(aggregate) == fingerprint(ledger.store.repository.get(stream))
+
+
+def test_the_splitter_cuts_only_where_an_append_really_ended(
+    long_ledger: tuple[Ledger, set[int]],
+) -> None:
+    ledger, ends = long_ledger
+    for use_request, share in ((False, 0.6), (True, 0.85)):
+        splitter = CommandSplitter(use_request=use_request)
+        previous, cuts = 0, []
+        for entry in entries(ledger.store):
+            if splitter.opens_command(entry.event):
+                cuts.append(previous)
+            previous = entry.position
+        assert set(cuts) <= ends
+        assert len(cuts) >= share * len(ends)  # and it finds most of them
+
+
+def test_the_cli_audits_a_clean_durable_ledger_and_exits_0(
+    durable_ledger: Ledger, durable_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    populate(durable_ledger, seed=7, steps=250)
+    assert main(["audit", "--url", durable_url]) == 0
+    out = capsys.readouterr().out
+    assert "No findings" in out
+    assert f"{durable_ledger.store.recorder.max_notification_id()} events" in out

@@ -1,0 +1,60 @@
+"""§5.5 for what the store keeps besides events (snapshots), and the replay's fast decoder
+against the store's own mapper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.eventstore import SNAPSHOT_INTERVAL
+from allocation_ledger.audit import audit
+from allocation_ledger.audit import findings as f
+from allocation_ledger.audit.decoding import Decoder
+from allocation_ledger.audit.reading import notifications
+from allocation_ledger.domain.ids import provider_stream_id
+from allocation_ledger.domain.provider import Provider
+from tests.audit import tampering
+from tests.builders import a_host
+from tests.projections.random_ledger import populate
+
+
+def _provider_at_version(ledger: Ledger, version: int) -> str:
+    host = a_host(ledger, vcpu=8, memory_mb=None)  # versions 1 and 2
+    for generation in range(2, version):
+        ledger.set_inventory(host, "VCPU", {"total": 8 + generation % 2}, generation)
+    return host
+
+
+def test_snapshots_taken_by_the_store_agree_with_the_replay(ledger: Ledger) -> None:
+    host = _provider_at_version(ledger, SNAPSHOT_INTERVAL + 1)
+    assert ledger.store.snapshots is not None
+    taken = list(ledger.store.snapshots.get(provider_stream_id(host)))
+    assert [s.originator_version for s in taken] == [SNAPSHOT_INTERVAL]
+    assert audit(ledger.store).findings == []
+
+
+def test_a_snapshot_that_differs_from_its_events_is_reported(ledger: Ledger) -> None:
+    host = _provider_at_version(ledger, SNAPSHOT_INTERVAL - 1)
+    provider = tampering.provider(ledger, host)
+    provider.trigger_event(Provider.InventoriesSet, inventories=provider.inventories,
+                           request=tampering.edit())
+    ledger.store.events.put(provider.collect_events())  # the event, without its snapshot
+    position = ledger.store.recorder.max_notification_id()
+    provider.usages = {"VCPU": 99}  # ... and a snapshot that says something else
+    snapshot: Any = Provider.Snapshot.take(provider)
+    assert ledger.store.snapshots is not None
+    ledger.store.snapshots.put([snapshot])
+
+    [finding] = audit(ledger.store).findings
+    assert (finding.kind, finding.position) == (f.SNAPSHOT_DRIFT, position)
+    assert finding.ids == {"uuid": host, "fields": ["usages"]}
+    assert str(provider_stream_id(host)) == finding.stream
+
+
+def test_the_fast_decoder_gives_the_mappers_events() -> None:
+    with open_ledger("memory://") as ledger:
+        populate(ledger, seed=3, steps=300)
+        decoder = Decoder(ledger.store.mapper)
+        for notification in notifications(ledger.store):
+            fast, slow = decoder(notification), ledger.store.mapper.to_domain_event(notification)
+            assert (type(fast), vars(fast)) == (type(slow), vars(slow))

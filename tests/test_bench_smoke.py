@@ -1,0 +1,82 @@
+"""The benchmark works: its smallest run on the in-memory store and SQLite writes results of
+the documented shape, and the history it grows is a valid ledger. Speed is not asserted:
+the figures of a shared test machine mean nothing, the shape and the bookkeeping do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from allocation_ledger import open_ledger
+from allocation_ledger.bench.growth import grow, ledger_size
+from allocation_ledger.bench.workload import FLAVOUR, a_host
+from allocation_ledger.cli import main
+from tests.invariants import assert_invariants
+
+SAMPLE_FIELDS = {"count", "items_per_op", "seconds", "rate", "p50_ms", "p95_ms", "p99_ms"}
+FIGURE_FIELDS = SAMPLE_FIELDS | {"floor", "vs_floor", "p50_vs_floor"}
+
+
+def assert_figure(found: dict[str, Any]) -> None:
+    """A timed figure beside its floor: positive counts and rates, ordered percentiles."""
+    assert set(found) >= FIGURE_FIELDS
+    assert set(found["floor"]) >= SAMPLE_FIELDS
+    assert found["count"] >= 1 and found["rate"] > 0 and found["floor"]["rate"] > 0
+    per_second = found.get("commands_per_second", found["rate"])
+    assert found["vs_floor"] == pytest.approx(per_second / found["floor"]["rate"], rel=0.01)
+    assert 0 < found["p50_ms"] <= found["p95_ms"] <= found["p99_ms"]
+
+
+def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    code = main(["bench", "--quick", "--stores", "memory,sqlite", "--duration", "0.2",
+                 "--writers", "1,2", "--batch-sizes", "1,10", "--small-history", "200",
+                 "--grow-to", "1200", "--history-claims", "50", "--workdir", str(tmp_path),
+                 "--out", str(out)])
+
+    assert code == 0
+    results = json.loads(out.read_text())
+    assert set(results) == {"meta", "stores", "targets"}
+    assert results["meta"]["settings"]["grow_to"] == 1200
+    assert set(results["stores"]) == {"memory", "sqlite"}
+    for result in results["stores"].values():
+        assert set(result) == {"single", "writers", "moves", "batches", "history"}
+        assert_figure(result["single"])
+        assert set(result["writers"]) == {"1", "2"}
+        for by_writers in result["writers"].values():
+            assert_figure(by_writers["claims"])
+        assert set(result["moves"]) == {"confirm", "revert"}
+        for move in result["moves"].values():
+            assert_figure(move)
+            assert move["commands_per_second"] == pytest.approx(3 * move["rate"], rel=0.01)
+        assert set(result["batches"]) == {"1", "10"}
+        assert result["batches"]["10"]["items_per_op"] == 10
+        for batch in result["batches"].values():
+            assert_figure(batch)
+        history = result["history"]
+        assert history["events"]["grown"] >= 1200 > history["events"]["before"] >= 200
+        for side in ("before", "after", "twin"):
+            assert history[side]["count"] >= 50
+    cold = results["stores"]["sqlite"]["history"]["cold"]["large"]
+    assert 1 <= cold["rows_read"] <= 210 < cold["host_stream_length"]
+    names = {(t["store"], t["name"]) for t in results["targets"]}
+    assert ("sqlite", "rows a fresh store reads for its first claim") in names
+    assert all(isinstance(t["met"], bool) for t in results["targets"])
+
+
+def test_growth_is_valid_history() -> None:
+    with open_ledger("memory://") as ledger:
+        host = a_host(ledger)
+        before = ledger_size(ledger)
+
+        size = grow(ledger, host, 2_000)
+
+        assert size == ledger_size(ledger) >= 2_000
+        view = ledger.provider(host)
+        # Registration made the host's first ``before`` events; half the growth is its own.
+        assert view.generation == before + (size - before) // 2
+        assert view.usages == dict.fromkeys(FLAVOUR, 0)
+        assert_invariants(ledger)

@@ -33,15 +33,20 @@ class Projection:
     name: str
     groups: tuple[GroupTable, ...]
     handler: Handler
-    _handled: dict[type, bool] = field(default_factory=dict, compare=False, repr=False)
+    _found: dict[type, Callable[..., None] | None] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    def handler_for(self, event: object) -> Callable[[Any, Workset], None] | None:
+        """The handler of this type of event (``None``: the projection ignores it).
+
+        The dispatch is looked up once per type: a catch-up calls it for every event.
+        """
+        kind = type(event)
+        if kind not in self._found:
+            found = self.handler.dispatch(kind)
+            self._found[kind] = None if found is self.handler.registry[object] else found
+        return self._found[kind]
 
     def handles(self, event: object) -> bool:
         """True when the projection has a handler for this type of event."""
-        kind = type(event)
-        if kind not in self._handled:
-            self._handled[kind] = self.handler.dispatch(kind) is not self.handler.registry[object]
-        return self._handled[kind]
-
-    def apply(self, event: object, rows: Workset) -> None:
-        """Let the handler change the rows for one event."""
-        self.handler(event, rows)
+        return self.handler_for(event) is not None

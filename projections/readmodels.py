@@ -22,7 +22,7 @@ from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bootstrap import open_store
 from projections import catalog, tables, tracking
 from projections.runner import Runner
-from projections.store import open_engine
+from projections.store import empty, open_engine
 
 
 @dataclass(frozen=True)
@@ -111,12 +111,15 @@ class ReadModels:
         """Delete every row of these projections and set their positions to 0, at once."""
         for p in self.projections:
             tracking.ensure(self.engine, p.name, self.store.name)
+        owned = [group.table for p in self.projections for group in p.groups]
+        everything = {p.name for p in self.projections} == set(catalog.NAMES)
         with self.engine.begin() as conn:
             for p in self.projections:
                 tracking.reset(conn, p.name)
-                for group in p.groups:
-                    conn.execute(delete(group.table))
-                conn.execute(delete(tables.streams).where(tables.streams.c.projection == p.name))
+            empty(conn, [*owned, tables.streams] if everything else owned)
+            if not everything:
+                conn.execute(delete(tables.streams).where(
+                    tables.streams.c.projection.in_([p.name for p in self.projections])))
 
     # -- reading -----------------------------------------------------------------------
 

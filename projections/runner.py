@@ -8,7 +8,8 @@ at all, and an event at or below a projection's stored position is never applied
 A batch only ever ends where a command ended, so no projection ever shows half a command.
 The ledger records each command in one transaction, so an end is certain where the ledger's
 head was (the last event recorded when it was read) or where the ``request`` stamped on
-every event of a command changes. Batches grow past ``batch_size`` until such an end.
+every event of a command changes (each command stamps a fresh ``command_id`` into it).
+Batches grow past ``batch_size`` until such an end.
 """
 
 from __future__ import annotations
@@ -158,15 +159,20 @@ class Runner:
         for rows in self._worksets.values():
             rows.trim(self.max_cached_groups)
         self._prefetch(events)
+        # Positions only move up to ``_seen`` while this runs, so they stay below the
+        # events to come (a refused commit raises and ends it).
+        targets = [(p, self._worksets[p.name], self._positions[p.name])
+                   for p in self.projections]
         for position, event in events:
             if self._stop.is_set() and not self._pending:
                 return  # stopped, and everything applied so far is committed
             request = getattr(event, "request", None)
             if self._pending >= self.batch_size and request != self._last_request:
                 self._commit()
-            for p in self.projections:
-                if position > self._positions[p.name] and p.handles(event):
-                    p.apply(event, self._worksets[p.name])
+            for projection, rows, since in targets:
+                handler = projection.handler_for(event)
+                if handler is not None and position > since:
+                    handler(event, rows)
             self._seen, self._last_request = position, request
             self._pending += 1
             self.events_applied += 1

@@ -169,3 +169,14 @@ def relax_durability(conn: Connection) -> None:
     """
     if conn.dialect.name == "postgresql":
         conn.execute(text("SET LOCAL synchronous_commit = off"))
+
+
+def empty(conn: Connection, emptied: Sequence[Table]) -> None:
+    """Delete every row of these tables in the connection's transaction: PostgreSQL's
+    TRUNCATE (a rebuild then inserts into clean tables and indexes, not beside the dead
+    rows of the last one), a plain DELETE elsewhere (SQLite truncates that itself)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("TRUNCATE " + ", ".join(f'"{t.name}"' for t in emptied)))
+        return
+    for table in emptied:
+        conn.execute(table.delete())

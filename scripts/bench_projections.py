@@ -23,6 +23,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the generator lives in tests/
 
 from allocation_ledger import open_ledger
+from allocation_ledger.adapters.eventstore import EventStore
 from projections.bench import Figures, copy_events, measure
 from projections.store import open_engine
 from tests.projections.random_ledger import populate
@@ -45,21 +46,21 @@ def main() -> int:
                 conn.execute(f'CREATE SCHEMA "{schema}"')
             try:
                 url = f"{args.postgres_url}?schema={schema}&pool_size=2"
-                with open_ledger(url) as pg:
-                    copy_events(ledger.store, pg.store)
-                    results["postgresql"] = _measure(pg.store, args)
+                with open_ledger(url) as copy:
+                    copy_events(ledger.store, copy.store)
+                    results["postgresql"] = _measure(copy.store, args)
             finally:
                 with psycopg.connect(args.postgres_url, autocommit=True) as conn:
                     conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     _print(results)
-    pg = results["postgresql"]
-    return 0 if pg.rebuild >= TARGET * pg.per_event.executemany else 1
+    figures = results["postgresql"]
+    return 0 if figures.rebuild >= TARGET * figures.per_event.executemany else 1
 
 
-def _measure(store: object, args: argparse.Namespace) -> Figures:
-    engine = open_engine(store.env)  # type: ignore[attr-defined]
+def _measure(store: EventStore, args: argparse.Namespace) -> Figures:
+    engine = open_engine(store.env)
     try:
-        return measure(store, engine, args.batch_size, args.repeat)  # type: ignore[arg-type]
+        return measure(store, engine, args.batch_size, args.repeat)
     finally:
         engine.dispose()
 

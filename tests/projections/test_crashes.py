@@ -119,13 +119,16 @@ def transaction_ends(url: str) -> set[int]:
             if next_xid != xid} | {0}
 
 
-def contiguous_requests(ledger: Ledger) -> list[str]:
-    """Requests whose events are not one contiguous run (a command split apart)."""
-    seen: dict[str, list[int]] = {}
-    for n in ledger.store.recorder.select_notifications(1, 10**7):
-        request = ledger.store.mapper.to_domain_event(n).request  # type: ignore[attr-defined]
-        seen.setdefault(request["request_id"], []).append(n.id)
-    return [r for r, ids in seen.items() if ids[-1] - ids[0] + 1 != len(ids)]
+def command_ends(ledger: Ledger) -> set[int]:
+    """The positions where a command's events end, by the ``command_id`` each carries;
+    ``AssertionError`` if one command's events are not one contiguous run."""
+    ids = [(n.id, ledger.store.mapper.to_domain_event(n).request["command_id"])  # type: ignore[attr-defined]
+           for n in ledger.store.recorder.select_notifications(1, 10**7)]
+    runs = [command for i, (_, command) in enumerate(ids) if i == 0 or ids[i - 1][1] != command]
+    assert len(runs) == len(set(runs)), "a command's events are split apart"
+    after = [*ids[1:], (0, "")]
+    return {p for (p, command), (_, next_command) in zip(ids, after, strict=True)
+            if next_command != command} | {0}
 
 
 @pytest.mark.slow
@@ -153,7 +156,7 @@ def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str) -> None
         assert follower.returncode == 0, err
         assert "stopped at" in err
         assert_invariants(ledger)
-        assert contiguous_requests(ledger) == []
+        assert command_ends(ledger) == transaction_ends(url)  # one command, one append
         assert observed <= transaction_ends(url), "a projection showed part of a command"
         assert len(observed) > 10
         assert stored(read.engine) == folded(ledger)

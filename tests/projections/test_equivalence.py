@@ -13,6 +13,7 @@ import pytest
 
 from allocation_ledger import Ledger, open_ledger
 from projections.readmodels import ReadModels, ledger_position
+from tests.builders import a_host, an_instance
 from tests.projections.expected import folded, stored
 from tests.projections.random_ledger import populate
 from tests.stores import postgres_schema_url, store_url
@@ -111,3 +112,20 @@ def test_resuming_with_a_cold_cache_equals_folded(kind: str, tmp_path: Path) -> 
         assert len(commits) > 100
         assert set(commits) <= world.command_ends
         read.close()
+
+
+def test_batches_end_between_commands_sent_without_a_request() -> None:
+    """Every command stamps its own ``command_id``: batches can end between any two."""
+    with open_ledger("memory://") as ledger:
+        host = a_host(ledger, vcpu=64)
+        ends = {ledger_position(ledger)}
+        for _ in range(20):
+            an_instance(ledger, {host: {"VCPU": 1}})
+            ends.add(ledger_position(ledger))
+        commits: list[int] = []
+        ReadModels.of(ledger).rebuild(
+            batch_size=5, progress=lambda position, _head: commits.append(position))
+    # 2 events for the host, then 2 per claim: a batch holds 5 events at least and closes
+    # at the next command end, so every 6 events (the last one at the head, 42).
+    assert commits == [6, 12, 18, 24, 30, 36, 42]
+    assert set(commits) <= ends

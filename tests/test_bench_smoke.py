@@ -43,7 +43,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for result in results["stores"].values():
-        assert set(result) == {"single", "writers", "moves", "batches", "history"}
+        assert set(result) == {"single", "writers", "moves", "batches", "history", "breakdown"}
         assert_figure(result["single"])
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
@@ -60,6 +60,10 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert history["events"]["grown"] >= 1200 > history["events"]["before"] >= 200
         for side in ("before", "after", "twin"):
             assert history[side]["count"] >= 50
+        parts = result["breakdown"]
+        assert sum(parts["parts_us"].values()) == pytest.approx(parts["us_per_claim"], rel=0.01)
+        # A claim is one atomic append, whatever the store.
+        assert parts["calls_per_claim"]["database: append (one transaction)"] == 1.0
     cold = results["stores"]["sqlite"]["history"]["cold"]["large"]
     assert 1 <= cold["rows_read"] <= 210 < cold["host_stream_length"]
     names = {(t["store"], t["name"]) for t in results["targets"]}

@@ -45,8 +45,20 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
 
-def open_ledger(url: str | None = None) -> Ledger:
+def open_ledger(
+    url: str | None = None, *, read_side: bool = False, projections_url: str | None = None
+) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
-    else ``sqlite:///ledger.db`` in the working directory."""
+    else ``sqlite:///ledger.db`` in the working directory.
+
+    With ``read_side`` its projections are plugged in as ``ledger.reads`` (kept in the
+    ledger's own database, or in ``projections_url``).
+    """
     store, _ = open_store(url)
-    return Ledger(store)
+    ledger = Ledger(store)
+    if read_side:
+        from projections.readmodels import ReadModels
+        from projections.service import ProjectedReadSide
+
+        ledger.read_side = ProjectedReadSide(ReadModels.of(ledger, projections_url))
+    return ledger

@@ -23,6 +23,7 @@ from allocation_ledger.application.inputs import (
     parse,
     request_meta,
 )
+from allocation_ledger.application.readside import ReadSide
 from allocation_ledger.application.session import Session, run
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import claims
@@ -41,9 +42,24 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self.read_side: ReadSide | None = None
+
+    @property
+    def reads(self) -> ReadSide:
+        """Queries over the projections (host usage, free capacity, devices of a host,
+        migrations in flight), caught up with the ledger first. Open the ledger with
+        ``open_ledger(url, read_side=True)`` to have them."""
+        if self.read_side is None:
+            raise InvalidRequest(
+                "this ledger was opened without its read side: use "
+                "open_ledger(url, read_side=True)"
+            )
+        return self.read_side
 
     def close(self) -> None:
-        """Release the store's connections."""
+        """Release the store's (and the read side's) connections."""
+        if self.read_side is not None:
+            self.read_side.close()
         self.store.close()
 
     def __enter__(self) -> Ledger:

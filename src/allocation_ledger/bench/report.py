@@ -27,6 +27,7 @@ def table(results: dict[str, Any]) -> str:
         lines.append(HEADER)
         lines.extend(_rows(result))
         lines.extend(_history(result["history"]))
+        lines.extend(_breakdown(result["breakdown"]))
         lines.append("")
     lines.append("targets:")
     for t in results["targets"]:
@@ -58,6 +59,15 @@ def _history(h: dict[str, Any]) -> Iterator[str]:
            f"{cold['large']['ms']} ms ({cold['large']['rows_read']} rows read, host stream "
            f"{cold['large']['host_stream_length']:,}) grown; growth "
            f"{h['growth']['events_per_second']:,.0f} events/s")
+
+
+def _breakdown(b: dict[str, Any]) -> Iterator[str]:
+    total = b["us_per_claim"]
+    yield f"  where a single claim's {total:,.0f} us go:"
+    for label, us in sorted(b["parts_us"].items(), key=lambda kv: -kv[1]):
+        calls = b["calls_per_claim"].get(label)
+        per = f"  ({calls} calls)" if calls is not None else ""
+        yield f"    {label:<48}{us:>9,.1f} us {us / total * 100:5.1f}%{per}"
 
 
 def _numbered(figures: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bench import history
+from allocation_ledger.bench.breakdown import claim_breakdown
 from allocation_ledger.bench.figures import figure, targets
 from allocation_ledger.bench.floor import floor_target, open_raw_table
 from allocation_ledger.bench.moves import Mover
@@ -75,6 +76,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                              settings.duration, items=size, warmup=1)
                 for size in settings.batch_sizes
             }
+            parts = claim_breakdown(ledger, a_host(ledger), settings.breakdown_claims)
     progress(f"{kind}: cost of history (growing to {settings.grow_to:,} events)")
     with scratch_store(kind, workdir, settings.postgres_url, "small") as small, \
             scratch_store(kind, workdir, settings.postgres_url, "large") as large:
@@ -86,6 +88,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
         "batches": {str(n): figure(*pair) for n, pair in batches.items()},
         "history": grown,
+        "breakdown": parts,
     }
 
 
@@ -133,6 +136,7 @@ def _meta(settings: Settings, started: datetime) -> dict[str, Any]:
             "batch_sizes": list(settings.batch_sizes),
             "small_history": settings.small_history, "grow_to": settings.grow_to,
             "history_claims": settings.history_claims,
+            "breakdown_claims": settings.breakdown_claims,
         },
     }
 

@@ -39,6 +39,7 @@ class Settings:
     small_history: int = 1_000
     grow_to: int = 1_000_000
     history_claims: int = 600
+    breakdown_claims: int = 500
     quick: bool = False
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -53,4 +54,5 @@ def full() -> Settings:
 
 def quick() -> Settings:
     """A smoke run: short samples, ledger grown to 20,000 events."""
-    return Settings(duration=1.0, grow_to=20_000, history_claims=100, quick=True)
+    return Settings(duration=1.0, grow_to=20_000, history_claims=100, breakdown_claims=100,
+                    quick=True)

@@ -1,0 +1,51 @@
+"""The read side behind the service API (``allocation_ledger.application.readside``).
+
+Every query first catches the projections up with the ledger's head, so a caller reads its
+own writes; a process that runs ``projections follow`` beside it keeps that catch-up short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Engine
+
+from projections import queries
+from projections.readmodels import ReadModels
+
+
+class ProjectedReadSide:
+    """Queries over the read models of one ledger."""
+
+    def __init__(self, models: ReadModels) -> None:
+        self.models = models
+
+    def _engine(self) -> Engine:
+        self.models.resume()
+        return self.models.engine
+
+    def host_usage(self, root_uuid: str | None = None) -> Sequence[queries.ClassUsage]:
+        """Per provider and class: used, capacity, free, over capacity."""
+        return queries.host_usage(self._engine(), root_uuid)
+
+    def tree_usage(self, root_uuid: str | None = None) -> Sequence[queries.TreeUsage]:
+        """The same rolled up per host (root tree)."""
+        return queries.tree_usage(self._engine(), root_uuid)
+
+    def free_capacity(self, resource_class: str, at_least: int = 1
+                      ) -> Sequence[queries.TreeUsage]:
+        """Hosts with at least ``at_least`` of a class free, most free first."""
+        return queries.free_capacity(self._engine(), resource_class, at_least)
+
+    def devices_of_host(self, root_uuid: str) -> Sequence[queries.DeviceAssignment]:
+        """Every device of a host's tree with holder and role."""
+        return queries.devices_of_host(self._engine(), root_uuid)
+
+    def in_flight_migrations(self, older_than_seconds: float = 0.0
+                             ) -> Sequence[queries.MigrationContext]:
+        """Migrations in flight that started at least that long ago, oldest first."""
+        return queries.in_flight_migrations(self._engine(), older_than_seconds)
+
+    def close(self) -> None:
+        """Release the read models' connections."""
+        self.models.close()

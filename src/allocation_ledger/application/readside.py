@@ -1,0 +1,38 @@
+"""The read side as the service API sees it: queries over the projections.
+
+The projections live in the top-level ``projections`` package; the service only knows this
+protocol, and ``bootstrap.open_ledger(..., read_side=True)`` plugs the package in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class ReadSide(Protocol):
+    """Queries over the read models, answered after catching up with the ledger."""
+
+    def host_usage(self, root_uuid: str | None = None) -> Sequence[Any]:
+        """Per provider and class: used, capacity, free, over capacity."""
+        ...
+
+    def tree_usage(self, root_uuid: str | None = None) -> Sequence[Any]:
+        """The same rolled up per host (root tree)."""
+        ...
+
+    def free_capacity(self, resource_class: str, at_least: int = 1) -> Sequence[Any]:
+        """Hosts with at least ``at_least`` of a class free, most free first."""
+        ...
+
+    def devices_of_host(self, root_uuid: str) -> Sequence[Any]:
+        """Every device of a host's tree with holder and role."""
+        ...
+
+    def in_flight_migrations(self, older_than_seconds: float = 0.0) -> Sequence[Any]:
+        """Migrations in flight that started at least that long ago, oldest first."""
+        ...
+
+    def close(self) -> None:
+        """Release its connections."""
+        ...

@@ -44,6 +44,13 @@ def assert_holds_nothing(ledger: Ledger, consumer: str) -> None:
     assert (view.generation, view.allocations, view.devices) == (None, {}, {}), view
 
 
+def one_winner(claimants: Sequence[str], outcomes: Sequence[Outcome]) -> tuple[str, str, Outcome]:
+    """Of two claimants exactly one won: the winner, the loser and the loser's outcome."""
+    assert sorted(o.ok for o in outcomes) == [False, True], outcomes
+    winner, loser = claimants if outcomes[0].ok else claimants[::-1]
+    return winner, loser, outcomes[claimants.index(loser)]
+
+
 def report(name: str, kind: str, counts: dict[str, int], contended: int) -> None:
     """The figures of one test (shown with ``pytest -s``)."""
     print(f"\n{name} ({kind} x {ROUNDS}): {counts}, all in flight together in "
@@ -66,9 +73,8 @@ def test_two_claims_for_the_last_free_device_one_wins(arena: racing.Arena, kind:
         tally(outcomes, counts)
         contended += overlapped(outcomes)
 
-        assert sorted(o.ok for o in outcomes) == [False, True], outcomes
-        winner, loser = claimants if outcomes[0].ok else claimants[::-1]
-        assert outcomes[claimants.index(loser)].error in REFUSALS, outcomes
+        winner, loser, refusal = one_winner(claimants, outcomes)
+        assert refusal.error in REFUSALS, outcomes
         assert ledger.consumer(winner).devices == {host: {"CUSTOM_PMEM": ["dev-1"]}}
         assert_holds_nothing(ledger, loser)
         view = ledger.provider(host)
@@ -93,9 +99,7 @@ def test_two_claims_naming_the_same_device_one_wins(arena: racing.Arena, kind: s
         tally(outcomes, counts)
         contended += overlapped(outcomes)
 
-        assert sorted(o.ok for o in outcomes) == [False, True], outcomes
-        winner, loser = claimants if outcomes[0].ok else claimants[::-1]
-        refusal = outcomes[claimants.index(loser)]
+        winner, loser, refusal = one_winner(claimants, outcomes)
         assert refusal.error in {"DevicesUnavailable", "ConcurrentUpdate"}, refusal
         if refusal.error == "DevicesUnavailable":
             assert refusal.fields["detail"] == f"device dev-1 is held by {winner}", refusal

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 
 from allocation_ledger import Ledger
-from allocation_ledger.application.views import ConsumerView
 from allocation_ledger.domain.errors import (
     DeviceInUse,
     DevicesUnavailable,
@@ -24,52 +23,21 @@ from allocation_ledger.domain.errors import (
 )
 from tests.builders import PROJECT, USER, a_host, an_instance, new_id, snapshot
 from tests.invariants import assert_invariants
+from tests.service import devicing
+from tests.service.devicing import NAMESPACES, PCI, PMEM, device_host, spawn
 
-PMEM = "CUSTOM_PMEM_NAMESPACE_4GB"
-NAMESPACES = ("ns-0", "ns-1", "ns-2", "ns-3")
 #: mdev UUIDs of two physical GPUs, in sorted order
 GPU0_MDEVS = ("1f7b0d3e-0000-4000-8000-00000000a001", "1f7b0d3e-0000-4000-8000-00000000a002")
 GPU1_MDEVS = ("8c2e55a1-0000-4000-8000-00000000b001", "8c2e55a1-0000-4000-8000-00000000b002")
-PCI = "PCI_DEVICE"
 #: PCI addresses, in sorted order
 ADDRESSES = ("0000:81:00.1", "0000:81:00.2", "0000:82:00.0")
 
 
-def device_host(ledger: Ledger, rc: str, ids: Sequence[str], *, parent: str | None = None,
-                name: str | None = None) -> str:
-    """A host (or, with ``parent``, a child with no other inventory) whose ``rc`` is backed by
-    the devices ``ids``."""
-    if parent is None:
-        provider = a_host(ledger, name=name)
-    else:
-        provider = a_host(ledger, None, None, parent=parent, name=name)
-    ledger.set_devices(provider, rc, list(ids), ledger.provider(provider).generation)
-    assert_invariants(ledger)
-    return provider
-
-
-def spawn(ledger: Ledger, allocations: Mapping[str, Mapping[str, int]],
-          devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> ConsumerView:
-    """A new instance claims ``allocations`` (naming ``devices`` if given)."""
-    vm = an_instance(ledger, {rp: dict(r) for rp, r in allocations.items()}, devices=devices)
-    assert_invariants(ledger)
-    return vm
-
-
 def assert_holders(ledger: Ledger, provider: str, rc: str,
                    expected: Mapping[str, Sequence[str]]) -> None:
-    """The invariants hold; the provider says each consumer of ``expected`` holds exactly those
-    ids of ``rc`` and every other device is free; each consumer's own view agrees; and the
-    class's free capacity equals its free devices (no reserved, ratio 1 in these tests)."""
-    assert_invariants(ledger)
-    view = ledger.provider(provider)
-    table = view.devices.get(rc, {})
-    want = {d: consumer for consumer, ids in expected.items() for d in ids}
-    assert table == {d: want.get(d) for d in sorted(set(table) | set(want))}
-    for consumer, ids in expected.items():
-        assert ledger.consumer(consumer).devices.get(provider, {}).get(rc, []) == sorted(ids)
-    if table:
-        assert view.classes[rc].free == sum(1 for h in table.values() if h is None)
+    """:func:`devicing.assert_holders`, also checking that the class's free capacity equals
+    its free devices (no reserved, ratio 1 in these tests)."""
+    devicing.assert_holders(ledger, provider, rc, expected, free_is_devices=True)
 
 
 # -- declaring devices ----------------------------------------------------------------------

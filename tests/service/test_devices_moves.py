@@ -24,10 +24,8 @@ from allocation_ledger.domain.errors import (
 )
 from tests.builders import PROJECT, USER, a_host, an_instance, new_id, snapshot
 from tests.invariants import assert_invariants
+from tests.service.devicing import NAMESPACES, PCI, PMEM, assert_holders, device_host, spawn
 
-PMEM = "CUSTOM_PMEM_NAMESPACE_4GB"
-NAMESPACES = ("ns-0", "ns-1", "ns-2", "ns-3")
-PCI = "PCI_DEVICE"
 SOURCE_ADDRESSES = ("0000:81:00.1", "0000:81:00.2", "0000:81:00.3")
 DESTINATION_ADDRESSES = ("0000:3b:00.0", "0000:3b:00.1", "0000:3b:00.2")
 SOURCE_MDEVS = ("0b5c1f7e-0000-4000-8000-00000000a001", "0b5c1f7e-0000-4000-8000-00000000a002")
@@ -36,24 +34,6 @@ DESTINATION_MDEVS = (
     "d41e9a20-0000-4000-8000-00000000b002",
     "d41e9a20-0000-4000-8000-00000000b003",
 )
-
-
-def device_host(ledger: Ledger, rc: str, ids: Sequence[str], *,
-                parent: str | None = None) -> str:
-    """A host (or, with ``parent``, a GPU child with no other inventory) whose ``rc`` is
-    backed by the devices ``ids``."""
-    provider = a_host(ledger) if parent is None else a_host(ledger, None, None, parent=parent)
-    ledger.set_devices(provider, rc, list(ids), ledger.provider(provider).generation)
-    assert_invariants(ledger)
-    return provider
-
-
-def spawn(ledger: Ledger, allocations: Mapping[str, Mapping[str, int]],
-          devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> ConsumerView:
-    """A new instance claims ``allocations`` (naming ``devices`` if given)."""
-    vm = an_instance(ledger, {rp: dict(r) for rp, r in allocations.items()}, devices=devices)
-    assert_invariants(ledger)
-    return vm
 
 
 def generation(ledger: Ledger, consumer: str) -> int:
@@ -82,18 +62,6 @@ def claim_destination(ledger: Ledger, instance: str, allocations: Mapping[str, M
                         project_id=PROJECT, user_id=USER, devices=devices)
     assert_invariants(ledger)
     return view
-
-
-def assert_holders(ledger: Ledger, provider: str, rc: str,
-                   expected: Mapping[str, Sequence[str]]) -> None:
-    """The invariants hold; the provider says each consumer of ``expected`` holds exactly those
-    ids of ``rc`` and every other device is free; and each consumer's own view agrees."""
-    assert_invariants(ledger)
-    table = ledger.provider(provider).devices.get(rc, {})
-    want = {d: consumer for consumer, ids in expected.items() for d in ids}
-    assert table == {d: want.get(d) for d in sorted(set(table) | set(want))}
-    for consumer, ids in expected.items():
-        assert ledger.consumer(consumer).devices.get(provider, {}).get(rc, []) == sorted(ids)
 
 
 # -- resize ---------------------------------------------------------------------------------

@@ -25,23 +25,9 @@ from allocation_ledger.domain.ids import consumer_stream_id
 from tests.builders import PROJECT, USER, a_host, new_id, snapshot
 from tests.invariants import assert_invariants
 from tests.service import shared_ledger_fixture
-
-Allocs = dict[str, dict[str, int]]
+from tests.service.claiming import claim, write
 
 shared_ledger = shared_ledger_fixture()
-
-
-def claim(ledger: Ledger, consumer: str, allocations: Allocs,
-          generation: int | None = None) -> int | None:
-    """Claim for ``consumer``; its new generation."""
-    return ledger.claim(consumer, allocations, generation, project_id=PROJECT,
-                        user_id=USER).generation
-
-
-def write(consumer: str, allocations: Allocs, generation: int | None) -> dict[str, Any]:
-    """One item of ``write_allocations``."""
-    return {"consumer_uuid": consumer, "allocations": allocations,
-            "expected_generation": generation, "project_id": PROJECT, "user_id": USER}
 
 
 def conflict(ledger: Ledger, command: Callable[[], object]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ retried inside the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -67,6 +67,29 @@ def _resize_again_on_destination(ledger: Ledger, m: Move) -> object:
     return claim(ledger, m.vm, {m.host2: FLAVOR3}, 3)
 
 
+def _loses_to_a_resize_on_destination(
+    ledger: Ledger, other: Ledger, command: Callable[[Move], object]
+) -> tuple[Move, ConsumerGenerationConflict]:
+    """A resize waits for confirmation; ``other`` resizes the server again on its destination
+    between ``command``'s reads and its save, so ``command`` conflicts and writes nothing."""
+    m, _ = _waiting(ledger)
+    err = assert_loses_race(ledger, ConsumerGenerationConflict,
+                            lambda: _resize_again_on_destination(other, m),
+                            lambda: command(m))
+    return m, err
+
+
+def _swapped_again(ledger: Ledger) -> tuple[Move, str, Expectation]:
+    """A resize reverted, then the server swapped to a new migration whose destination is
+    not claimed yet: the move, the new migration's uuid and the expectation describing it."""
+    m = moved_to_other_host(ledger)
+    ledger.revert(m.mig, 2, 3)
+    mig = new_id()
+    ledger.swap(m.vm, mig, 4)
+    return m, mig, ({m.host1: FLAVOR1}, {m.vm: ({}, None), mig: ({m.host1: FLAVOR1}, 1)},
+                    {mig: "in-progress"})
+
+
 def _expect_after_other_writer(m: Move) -> None:
     m.scene.expect({m.host1: FLAVOR1, m.host2: FLAVOR3},
                    {m.vm: ({m.host2: FLAVOR3}, 4), m.mig: ({m.host1: FLAVOR1}, 3)},
@@ -117,12 +140,8 @@ def test_swap_loses_a_race(ledger: Ledger, other: Ledger) -> None:
 
 def test_destination_claim_with_a_generation_is_a_conflict(ledger: Ledger) -> None:
     """After the swap the server holds nothing: its destination claim must expect None."""
-    m = moved_to_other_host(ledger)
-    ledger.revert(m.mig, 2, 3)
-    vm, host1, host2, mig = m.vm, m.host1, m.host2, new_id()
-    ledger.swap(vm, mig, 4)
-    swapped = ({host1: FLAVOR1}, {vm: ({}, None), mig: ({host1: FLAVOR1}, 1)},
-               {mig: "in-progress"})
+    m, _, swapped = _swapped_again(ledger)
+    vm, host2 = m.vm, m.host2
     m.scene.expect(*swapped)
 
     err = assert_refused(ledger, ConsumerGenerationConflict,
@@ -133,10 +152,8 @@ def test_destination_claim_with_a_generation_is_a_conflict(ledger: Ledger) -> No
 
 def test_destination_claim_loses_a_race(ledger: Ledger, other: Ledger) -> None:
     """Two destination claims for one server: the second one is refused, not merged."""
-    m = moved_to_other_host(ledger)
-    ledger.revert(m.mig, 2, 3)
-    vm, host1, host2, mig = m.vm, m.host1, m.host2, new_id()
-    ledger.swap(vm, mig, 4)
+    m, mig, _ = _swapped_again(ledger)
+    vm, host1, host2 = m.vm, m.host1, m.host2
 
     err = assert_loses_race(ledger, ConsumerGenerationConflict,
                             lambda: claim(other, vm, {host2: FLAVOR1}, None),
@@ -165,10 +182,8 @@ def test_confirm_with_a_stale_generation_changes_nothing(ledger: Ledger) -> None
 
 def test_confirm_loses_a_race(ledger: Ledger, other: Ledger) -> None:
     """The destination claim changed while confirming: confirm again after re-reading."""
-    m, _ = _waiting(ledger)
-    err = assert_loses_race(ledger, ConsumerGenerationConflict,
-                            lambda: _resize_again_on_destination(other, m),
-                            lambda: ledger.confirm(m.mig, 2))
+    m, err = _loses_to_a_resize_on_destination(ledger, other,
+                                               lambda move: ledger.confirm(move.mig, 2))
     assert fields(err, *CONFLICT) == (m.mig, 2, 3)
     _expect_after_other_writer(m)
 
@@ -201,10 +216,8 @@ def test_revert_with_a_stale_generation_changes_nothing(
 
 def test_revert_loses_a_race(ledger: Ledger, other: Ledger) -> None:
     """Both parties moved on under the revert; whichever is reported, nothing is written."""
-    m, _ = _waiting(ledger)
-    err = assert_loses_race(ledger, ConsumerGenerationConflict,
-                            lambda: _resize_again_on_destination(other, m),
-                            lambda: ledger.revert(m.mig, 2, 3))
+    m, err = _loses_to_a_resize_on_destination(ledger, other,
+                                               lambda move: ledger.revert(move.mig, 2, 3))
     assert fields(err, *CONFLICT) in {(m.mig, 2, 3), (m.vm, 3, 4)}
     _expect_after_other_writer(m)
 
@@ -310,12 +323,8 @@ def test_a_migration_resolves_once(ledger: Ledger, first: str, then: str, status
 def test_moves_refused_for_their_kind_or_state(ledger: Ledger) -> None:
     """Confirming with no destination, completing a resize, confirming an evacuation,
     moving a server twice at once, reusing a migration id: each refused, nothing written."""
-    m = moved_to_other_host(ledger)
-    ledger.revert(m.mig, 2, 3)
-    vm, host1, host2, mig = m.vm, m.host1, m.host2, new_id()
-    ledger.swap(vm, mig, 4)
-    swapped = ({host1: FLAVOR1}, {vm: ({}, None), mig: ({host1: FLAVOR1}, 1)},
-               {mig: "in-progress"})
+    m, mig, swapped = _swapped_again(ledger)
+    vm, host1, host2 = m.vm, m.host1, m.host2
     m.scene.expect(*swapped)
 
     err = assert_refused(ledger, InvalidRequest, lambda: ledger.confirm(mig, 1))

@@ -19,18 +19,12 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
 )
 from allocation_ledger.domain.values import MAX_INT, Inventory
-from tests.builders import PROJECT, USER, a_host, an_instance, new_id, snapshot
+from tests.builders import a_host, an_instance, new_id, snapshot
 from tests.invariants import assert_invariants
 from tests.service import shared_ledger_fixture
+from tests.service.claiming import claim
 
 shared_ledger = shared_ledger_fixture()
-
-
-def claim(ledger: Ledger, consumer: str, allocations: dict[str, dict[str, int]],
-          generation: int | None = None) -> int | None:
-    """Claim for ``consumer``; its new generation."""
-    return ledger.claim(consumer, allocations, generation, project_id=PROJECT,
-                        user_id=USER).generation
 
 
 # -- registration and inventory ------------------------------------------------------------

@@ -33,6 +33,7 @@ from allocation_ledger.domain.errors import (
 from tests.builders import PROJECT, USER, new_id, snapshot
 from tests.invariants import assert_invariants
 from tests.service import shared_ledger_fixture
+from tests.service.claiming import write
 
 shared_ledger = shared_ledger_fixture()
 
@@ -90,12 +91,6 @@ def claim(ledger: Ledger, consumer: str, allocations: Allocs, generation: Any = 
     """A claim with the builders' project and user."""
     return ledger.claim(consumer, allocations, generation, project_id=PROJECT, user_id=USER,
                         **kwargs)
-
-
-def write(consumer: str, allocations: Allocs, generation: int | None) -> dict[str, Any]:
-    """One item of ``write_allocations``."""
-    return {"consumer_uuid": consumer, "allocations": allocations,
-            "expected_generation": generation, "project_id": PROJECT, "user_id": USER}
 
 
 def generation(ledger: Ledger, provider: str) -> int:

@@ -44,6 +44,13 @@ def _allocations_set(event: Consumer.AllocationsSet, rows: Workset) -> None:
     _hold(rows, _consumer(rows, event), event.originator_version, event.allocations)
 
 
+@handle.register(Consumer.AllocationsClaimed)
+def _claimed(event: Consumer.AllocationsClaimed, rows: Workset) -> None:
+    consumer = {**_consumer(rows, event), "consumer_type": event.consumer_type,
+                "project_id": event.project_id, "user_id": event.user_id}
+    _hold(rows, consumer, event.originator_version, event.allocations)
+
+
 @handle.register(Consumer.Event)
 def _other(event: Consumer.Event, rows: Workset) -> None:
     consumer = _consumer(rows, event)

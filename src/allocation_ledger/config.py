@@ -1,7 +1,8 @@
 """Configuration: which store the ledger uses, chosen by one URL.
 
 - ``sqlite:///ledger.db`` (the default: a file in the working directory; ``sqlite:////abs``)
-- ``postgresql://user:password@host:port/dbname`` (psycopg 3; ``?schema=name`` optional)
+- ``postgresql://user:password@host:port/dbname`` (psycopg 3; optional parameters
+  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``)
 - ``memory://`` (an in-process store, for tests and experiments)
 
 The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
@@ -19,6 +20,7 @@ from allocation_ledger.domain.errors import InvalidRequest
 DEFAULT_URL = "sqlite:///ledger.db"
 URL_ENV_VAR = "LEDGER_URL"
 CACHE_SIZE = 10_000
+POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout"})
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,12 @@ def parse_url(url: str | None = None) -> StoreConfig:
     common = {
         "AGGREGATE_CACHE_MAXSIZE": str(CACHE_SIZE),
         "AGGREGATE_CACHE_FASTFORWARD": "y",
+        "AGGREGATE_CACHE_FASTFORWARD_SKIPPING": "n",
+        "DEEPCOPY_FROM_AGGREGATE_CACHE": "y",
         "CREATE_TABLE": "y",
     }
+    if scheme not in {"postgresql", "postgres"} and parts.query:
+        raise InvalidRequest(f"{scheme} URLs take no parameters: {url!r}", url=url)
     if scheme == "memory":
         return StoreConfig(url, "memory", {**common, "PERSISTENCE_MODULE": "eventsourcing.popo"})
     if scheme == "sqlite":
@@ -69,6 +75,12 @@ def parse_url(url: str | None = None) -> StoreConfig:
         })
     if scheme in ("postgresql", "postgres"):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        unknown = sorted(set(query) - POSTGRES_PARAMETERS)
+        if unknown:
+            raise InvalidRequest(
+                f"unknown parameters {', '.join(unknown)} in {url!r}: supported are "
+                f"{', '.join(sorted(POSTGRES_PARAMETERS))}", url=url,
+            )
         dbname = unquote(parts.path.lstrip("/"))
         if not dbname:
             raise InvalidRequest(f"no database name in {url!r}", url=url)

@@ -56,7 +56,8 @@ def holding(ledger: Ledger, consumer_uuid: str, allocations: dict[str, dict[str,
     """A consumer whose next event says it holds ``allocations``."""
     found = consumer(ledger, consumer_uuid)
     found.set_holding(Consumer.AllocationsClaimed, allocations, devices or {},
-                      request or edit())
+                      request or edit(), project_id=found.project_id, user_id=found.user_id,
+                      consumer_type=found.consumer_type)
     return found
 
 

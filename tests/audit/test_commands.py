@@ -41,6 +41,7 @@ def consumer(stream: UUID, version: int, request: str = "r") -> Any:
                                 devices={}, request={"id": request})
     return CLAIMED(originator_id=stream, originator_version=version,
                                        timestamp=NOW, allocations={}, devices={},
+                                       project_id="", user_id="", consumer_type="INSTANCE",
                                        request={"id": request})
 
 

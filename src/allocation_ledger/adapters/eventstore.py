@@ -7,11 +7,14 @@ the aggregate cache. This module only chooses its settings.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from typing import ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
+from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
@@ -29,10 +32,28 @@ class EventStore(Application[UUID]):
         Consumer: SNAPSHOT_INTERVAL,
     }
 
+    def __init__(self, env: Mapping[str, str]) -> None:
+        # Striped locks: the library fast-forwards a cached aggregate under its own lock but
+        # copies it for the caller after letting go, so a thread could copy an aggregate
+        # another thread is fast-forwarding (a torn read). One lock per stripe of streams
+        # keeps reads of one stream whole without serialising unrelated streams.
+        self._read_locks = [threading.Lock() for _ in range(64)]
+        super().__init__(env=dict(env))
+
+    def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
+        """Only the settings the store URL gave (see ``config``): unlike the library's
+        default, nothing from ``os.environ`` can redirect or reconfigure the store."""
+        settings = {**type(self).env, **(env or {})}
+        if self.snapshotting_intervals:
+            settings["IS_SNAPSHOTTING_ENABLED"] = "y"
+        return Environment(name, settings)
+
     def get(self, stream_id: UUID | str) -> Aggregate | None:
         """The aggregate of a stream at its latest version, or ``None`` if there is none."""
+        stream = UUID(str(stream_id))
         try:
-            aggregate: Aggregate = self.repository.get(UUID(str(stream_id)))
+            with self._read_locks[stream.int % len(self._read_locks)]:
+                aggregate: Aggregate = self.repository.get(stream)
         except AggregateNotFoundError:
             return None
         return aggregate

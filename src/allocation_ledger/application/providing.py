@@ -18,7 +18,11 @@ from allocation_ledger.application.inputs import (
 )
 from allocation_ledger.application.session import Session, run
 from allocation_ledger.application.views import ProviderView
-from allocation_ledger.domain.errors import ProviderExists, ProviderNotFound
+from allocation_ledger.domain.errors import (
+    ProviderExists,
+    ProviderNotFound,
+    ResourceClassNotOnProvider,
+)
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
 
@@ -116,6 +120,8 @@ class ProviderCommands:
     ) -> ProviderView:
         """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
         current = self.provider(provider_uuid)
+        if resource_class not in current.inventories:
+            raise ResourceClassNotOnProvider(current.provider_uuid, resource_class)
         rest = {rc: inv.to_dict() for rc, inv in current.inventories.items()
                 if rc != resource_class}
         return self.set_inventories(provider_uuid, rest, expected_generation, request=request)

@@ -104,7 +104,9 @@ def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: Reques
     if not new.allocations:
         consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=False)
         return
-    consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices, request)
+    consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices, request,
+                         project_id=w.project_id, user_id=w.user_id,
+                         consumer_type=w.consumer_type)
     migration = in_flight_migration(ws, consumer)
     if migration is not None and migration.kind != EVACUATION:
         migration.record_destination(root_of(ws, new.allocations), new.allocations,
@@ -152,6 +154,11 @@ def release(
         check_generation(consumer_uuid, consumer, expected_generation)
     migration = in_flight_migration(ws, consumer)
     if isinstance(consumer, Migration):
+        if consumer.in_flight and not consumer.allocations:
+            raise InvalidRequest(
+                f"migration {consumer_uuid} ({consumer.kind}) holds nothing itself: revert or "
+                "complete it instead", migration_uuid=consumer_uuid,
+            )
         migration, consumer = (consumer if consumer.in_flight else None), None
     if consumer is not None and not consumer.allocations and migration is None:
         consumer = None

@@ -56,7 +56,18 @@ class Consumer(Aggregate):
             aggregate.devices = copy_devices(self.devices)
 
     class AllocationsClaimed(AllocationsSet):
-        """The consumer's allocations were replaced by a claim (or a multi-consumer write)."""
+        """The consumer's allocations were replaced by a claim (or a multi-consumer write);
+        its project, user and type are the ones that write gave, as Placement updates them."""
+
+        project_id: str
+        user_id: str
+        consumer_type: str
+
+        def apply(self, aggregate: Consumer) -> None:
+            super().apply(aggregate)
+            aggregate.project_id = self.project_id
+            aggregate.user_id = self.user_id
+            aggregate.consumer_type = self.consumer_type
 
     class AllocationsReleased(AllocationsSet):
         """The consumer's allocations were removed (``forced``: the generation was ignored)."""

@@ -224,6 +224,11 @@ class Provider(Aggregate):
             raise DeviceInUse(
                 self.uuid, resource_class, f"devices {', '.join(held_removed)} are held"
             )
+        if not current and not wanted:
+            raise InvalidRequest(
+                f"{resource_class} on provider {self.uuid} has no devices to remove",
+                provider_uuid=self.uuid, resource_class=resource_class,
+            )
         if not current and self.used(resource_class) > 0:
             raise DeviceInUse(
                 self.uuid,

@@ -1,0 +1,59 @@
+"""The store URL, and only the URL, decides where the ledger lives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from allocation_ledger import open_ledger
+from allocation_ledger.config import parse_url
+from allocation_ledger.domain.errors import InvalidRequest
+from tests.builders import a_host
+
+
+@pytest.mark.parametrize(("url", "kind", "expected"), [
+    ("memory://", "memory", {"PERSISTENCE_MODULE": "eventsourcing.popo"}),
+    ("sqlite:///ledger.db", "sqlite", {"SQLITE_DBNAME": "ledger.db"}),
+    ("sqlite:////var/lib/ledger.db", "sqlite", {"SQLITE_DBNAME": "/var/lib/ledger.db"}),
+    ("postgresql://ops:s3cret@db.example:6543/ledger?schema=cells&pool_size=3", "postgresql",
+     {"POSTGRES_HOST": "db.example", "POSTGRES_PORT": "6543", "POSTGRES_USER": "ops",
+      "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DBNAME": "ledger", "POSTGRES_SCHEMA": "cells",
+      "POSTGRES_POOL_SIZE": "3", "POSTGRES_ENABLE_DB_FUNCTIONS": "n"}),
+    ("postgresql+psycopg://u@h/db", "postgresql", {"POSTGRES_DBNAME": "db"}),
+])
+def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str]) -> None:
+    config = parse_url(url)
+    assert config.kind == kind
+    assert {k: config.env[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("mysql://u@h/db", "unsupported store URL"),
+    ("sqlite://", "no database file"),
+    ("postgresql://u@h/", "no database name"),
+    ("postgresql://u@h/db?schem=x", "unknown parameters schem"),
+    ("sqlite:///ledger.db?mode=ro", "take no parameters"),
+])
+def test_bad_urls_are_refused_with_the_reason(url: str, says: str) -> None:
+    with pytest.raises(InvalidRequest, match=says):
+        parse_url(url)
+
+
+def test_passwords_are_masked_in_reports() -> None:
+    assert parse_url("postgresql://ops:s3cret@h/db").redacted_url == "postgresql://ops:***@h/db"
+
+
+def test_the_environment_cannot_redirect_or_reconfigure_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library would read LEDGER_SQLITE_DBNAME (and the like) from os.environ."""
+    elsewhere = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("LEDGER_SQLITE_DBNAME", str(elsewhere))
+    monkeypatch.setenv("SQLITE_DBNAME", str(elsewhere))
+    monkeypatch.setenv("DEEPCOPY_FROM_AGGREGATE_CACHE", "n")
+    with open_ledger(f"sqlite:///{tmp_path / 'asked.db'}") as ledger:
+        a_host(ledger)
+        assert ledger.store.env.get("DEEPCOPY_FROM_AGGREGATE_CACHE") == "y"
+    assert (tmp_path / "asked.db").exists()
+    assert not elsewhere.exists()

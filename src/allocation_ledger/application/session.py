@@ -67,7 +67,7 @@ class Session:
     def consumer(self, consumer_uuid: str) -> Consumer | None:
         """The consumer, or ``None`` if its stream does not exist."""
         if consumer_uuid not in self._consumers:
-            found = self._store.get(consumer_stream_id(consumer_uuid))
+            found = self._store.get(consumer_stream_id(consumer_uuid), short=True)
             consumer = found if isinstance(found, Consumer) else None
             self._consumers[consumer_uuid] = consumer
             self._loaded[consumer_uuid] = (

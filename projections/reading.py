@@ -13,13 +13,15 @@ from typing import Any
 from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 
+from allocation_ledger.adapters.decoding import Decoder
+
 #: (notification id, decoded domain event)
 Event = tuple[int, Any]
 
 
 def decode(store: Application[Any], notifications: Sequence[Notification]) -> list[Event]:
     """The domain events of these notifications, with their positions."""
-    to_event = store.mapper.to_domain_event
+    to_event = Decoder(store.mapper)
     return [(n.id, to_event(n)) for n in notifications]
 
 

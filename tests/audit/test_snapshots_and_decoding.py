@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import SNAPSHOT_INTERVAL
 from allocation_ledger.audit import audit
 from allocation_ledger.audit import findings as f
-from allocation_ledger.audit.decoding import Decoder
 from allocation_ledger.audit.reading import notifications
 from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.provider import Provider

@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit.changes import changes, summary
-from allocation_ledger.audit.decoding import Decoder
 from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import MigrationNotFound

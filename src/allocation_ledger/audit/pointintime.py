@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
+from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
-from allocation_ledger.audit.decoding import Decoder
 from allocation_ledger.audit.reading import (
     as_uuid,
     decode,

@@ -17,8 +17,8 @@ from uuid import UUID
 from eventsourcing.persistence import Notification
 from eventsourcing.utils import TopicError
 
+from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.audit.decoding import Decoder
 
 BATCH = 5000
 

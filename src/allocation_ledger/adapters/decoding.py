@@ -6,7 +6,8 @@ ledger's events hold only one such value, the top-level ``timestamp``: everythin
 plain JSON by design (``domain.values``). So when a record has exactly one typed value,
 plain ``json.loads`` plus decoding the top-level typed values gives the same event several
 times faster; any other record (more typed values, a cipher, compression, an upcast class)
-goes through the mapper itself. ``tests/audit`` checks both give equal events.
+goes through the mapper itself. ``tests/audit`` checks both give equal events. Used by
+the audit replay and the projections catch-up.
 """
 
 from __future__ import annotations

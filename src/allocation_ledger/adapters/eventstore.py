@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 from uuid import UUID
 
@@ -49,15 +49,27 @@ class EventStore(Application[UUID]):
             settings["IS_SNAPSHOTTING_ENABLED"] = "y"
         return Environment(name, settings)
 
-    def get(self, stream_id: UUID | str, *, short: bool = False) -> Aggregate | None:
+    def get(
+        self, stream_id: UUID | str, *, short: bool = False, cached: bool = False
+    ) -> Aggregate | None:
         """The aggregate of a stream at its latest version, or ``None`` if there is none.
 
         ``short`` streams (consumers: a handful of events each) are read in one query, without
         first looking for a snapshot; a claim for a new consumer then costs one round trip.
+        ``cached`` takes the process's cached copy as it is, without asking the store for
+        newer events: only for a write that appends to that stream, whose append the store
+        refuses if the copy was stale (the write is then run again with fresh reads).
         """
         stream = UUID(str(stream_id))
         with self._read_locks[stream.int % len(self._read_locks)]:
             cache = self.repository.cache
+            if cached and cache is not None:
+                try:
+                    hit: Aggregate = copy.deepcopy(cache.get(stream))  # type: ignore[assignment]
+                except KeyError:
+                    pass
+                else:
+                    return hit
             if short and cache is not None:
                 try:
                     cache.get(stream)
@@ -72,6 +84,20 @@ class EventStore(Application[UUID]):
             except AggregateNotFoundError:
                 return None
         return aggregate
+
+    def remember(self, aggregates: Iterable[Aggregate]) -> None:
+        """Cache these just-saved aggregates, so the next write starts from them."""
+        cache = self.repository.cache
+        if cache is None:
+            return
+        for aggregate in aggregates:
+            with self._read_locks[aggregate.id.int % len(self._read_locks)]:
+                try:
+                    current = cache.get(aggregate.id)
+                except KeyError:
+                    current = None
+                if current is None or current.version < aggregate.version:
+                    cache.put(aggregate.id, copy.deepcopy(aggregate))
 
     def stream_version(self, stream_id: UUID) -> int | None:
         """The version of a stream's last event, read straight from the store."""

@@ -46,8 +46,11 @@ class Retry(Exception):
 class Session:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, *, optimistic: bool = False) -> None:
         self._store = store
+        #: read providers from this process's cache without asking the store (see ``run``)
+        self._optimistic = optimistic
+        self._cached_reads: set[str] = set()
         self._providers: dict[str, Provider | None] = {}
         self._consumers: dict[str, Consumer | None] = {}
         self._new: list[Aggregate] = []
@@ -96,18 +99,43 @@ class Session:
     def any_provider(self, provider_uuid: str) -> Provider | None:
         """The provider even if deleted, or ``None`` if it was never registered."""
         if provider_uuid not in self._providers:
-            found = self._store.get(provider_stream_id(provider_uuid))
+            found = self._store.get(provider_stream_id(provider_uuid), cached=self._optimistic)
             self._providers[provider_uuid] = found if isinstance(found, Provider) else None
+            if self._optimistic:
+                self._cached_reads.add(provider_uuid)
         return self._providers[provider_uuid]
 
     def pinned_provider(self, provider_uuid: str, expected_generation: int) -> Provider:
-        """The provider, checked against the generation the caller expects."""
-        provider = self.provider(provider_uuid)
+        """The provider (read fresh), checked against the generation the caller expects."""
+        if provider_uuid in self._cached_reads:
+            del self._providers[provider_uuid]
+            self._cached_reads.discard(provider_uuid)
+        optimistic, self._optimistic = self._optimistic, False
+        try:
+            provider = self.provider(provider_uuid)
+        finally:
+            self._optimistic = optimistic
         if provider.version != expected_generation:
             raise ProviderGenerationConflict(provider_uuid, expected_generation,
                                              provider.version)
         self._expected_providers[provider_uuid] = expected_generation
         return provider
+
+    # -- optimistic reads -----------------------------------------------------------------
+
+    def stale_reads(self, *, unwritten_only: bool) -> bool:
+        """True when a provider taken from the cache was older than the store's.
+
+        A provider the command appends to needs no check (``unwritten_only``): the store
+        refuses that append if the copy was stale. One it only read must be checked.
+        """
+        for uuid in self._cached_reads:
+            provider = self._providers.get(uuid)
+            if provider is None or (unwritten_only and provider.pending_events):
+                continue
+            if self._store.stream_version(provider.id) != provider.version:
+                return True
+        return False
 
     # -- saving ---------------------------------------------------------------------------
 
@@ -124,6 +152,7 @@ class Session:
             self._store.save(*changed)
         except IntegrityError as err:
             self._explain_clash(err)
+        self._store.remember(p for p in changed if isinstance(p, Provider))
         return count
 
     def _explain_clash(self, err: IntegrityError) -> None:
@@ -146,15 +175,31 @@ class Session:
 
 
 def run(store: EventStore, decide: Callable[[Session], T]) -> T:
-    """Run a command: decide in a fresh session and save, retrying provider-only clashes."""
+    """Run a command: decide in a fresh session and save, retrying provider-only clashes.
+
+    The first attempt reads providers from this process's cache as they are (a busy host
+    then costs no read at all). That is safe because every write that depends on a
+    provider's usage appends to the provider's stream, and the store refuses an append on a
+    stale copy; providers only read, and refusals decided on cached copies, are checked
+    against the store before they count. Later attempts read everything fresh.
+    """
     session = Session(store)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        session = Session(store)
-        result = decide(session)
+        optimistic = attempt == 1
+        session = Session(store, optimistic=optimistic)
+        try:
+            result = decide(session)
+        except LedgerError:
+            if optimistic and session.stale_reads(unwritten_only=False):
+                continue
+            raise
+        if optimistic and session.stale_reads(unwritten_only=True):
+            continue
         try:
             session.save()
         except Retry:
-            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+            if not optimistic:
+                time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
             continue
         return result
     raise ConcurrentUpdate(session.provider_uuids, MAX_ATTEMPTS)

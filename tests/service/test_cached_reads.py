@@ -1,0 +1,59 @@
+"""Writes start from this process's cached providers; another process's writes must never
+make them refuse wrongly or accept wrongly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from allocation_ledger import open_ledger
+from allocation_ledger.domain.errors import InsufficientCapacity, InvalidAllocation
+from tests.builders import PROJECT, USER, a_host, new_id
+from tests.invariants import assert_invariants
+from tests.stores import store_url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def two_ledgers_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    with store_url(request.param, tmp_path) as url:
+        yield url
+
+
+def test_capacity_freed_elsewhere_is_seen(two_ledgers_url: str) -> None:
+    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+        host = a_host(here, vcpu=4)
+        first = here.claim(new_id(), {host: {"VCPU": 4}}, None, project_id=PROJECT,
+                           user_id=USER)
+        there.release(first.consumer_uuid, first.generation)  # here's cache still says full
+        view = here.claim(new_id(), {host: {"VCPU": 4}}, None, project_id=PROJECT,
+                          user_id=USER)
+        assert view.generation == 1
+        assert here.provider(host).usages["VCPU"] == 4
+        assert_invariants(here)
+
+
+def test_capacity_taken_elsewhere_is_seen(two_ledgers_url: str) -> None:
+    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+        host = a_host(here, vcpu=4)
+        here.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
+        there.claim(new_id(), {host: {"VCPU": 3}}, None, project_id=PROJECT, user_id=USER)
+        with pytest.raises(InsufficientCapacity) as refused:
+            here.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
+        assert (refused.value.fields["used"], refused.value.fields["capacity"]) == (4, 4)
+        assert_invariants(here)
+
+
+def test_rules_changed_elsewhere_apply_to_a_write_that_does_not_change_usage(
+    two_ledgers_url: str,
+) -> None:
+    """Re-claiming the same amount appends nothing to the provider, so the cached copy's
+    inventory must be checked against the store before the write counts."""
+    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+        host = a_host(here, vcpu=8)
+        vm = here.claim(new_id(), {host: {"VCPU": 4}}, None, project_id=PROJECT, user_id=USER)
+        generation = there.provider(host).generation
+        there.set_inventory(host, "VCPU", {"total": 8, "max_unit": 2}, generation)
+        with pytest.raises(InvalidAllocation, match="above max_unit 2"):
+            here.claim(vm.consumer_uuid, {host: {"VCPU": 4}}, vm.generation,
+                       project_id=PROJECT, user_id=USER)

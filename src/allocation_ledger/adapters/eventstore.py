@@ -10,15 +10,24 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
+
+
+def project(aggregate: Any, events: Iterable[Any]) -> Any:
+    """Apply events in order. The library's own projector asserts a runtime Protocol per
+    event, which on Python 3.11 walks the class hierarchy each time (~10 us an event)."""
+    for event in events:
+        aggregate = event.mutate(aggregate)
+    return aggregate
+
 
 #: Snapshot every so many events, so a cold process never replays a long stream whole.
 SNAPSHOT_INTERVAL = 200
@@ -74,13 +83,14 @@ class EventStore(Application[UUID]):
                 try:
                     cache.get(stream)
                 except KeyError:
-                    found = project_aggregate(None, self.events.get(stream))
+                    found: Aggregate | None = project(None, self.events.get(stream))
                     if found is None:
                         return None
                     cache.put(stream, found)
-                    return copy.deepcopy(found)  # the cached one stays pristine
+                    fresh: Aggregate = copy.deepcopy(found)  # the cached one stays pristine
+                    return fresh
             try:
-                aggregate: Aggregate = self.repository.get(stream)
+                aggregate: Aggregate = self.repository.get(stream, projector_func=project)
             except AggregateNotFoundError:
                 return None
         return aggregate

@@ -18,6 +18,7 @@ from allocation_ledger.domain.ids import consumer_stream_id
 from allocation_ledger.domain.values import (
     Allocations,
     Devices,
+    PlainState,
     RequestMeta,
     copy_allocations,
     copy_devices,
@@ -27,7 +28,7 @@ INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
 
 
-class Consumer(Aggregate):
+class Consumer(PlainState, Aggregate):
     """A consumer of resources: what it holds, on which providers, with which devices."""
 
     class Event(Aggregate.Event):

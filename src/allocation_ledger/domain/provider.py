@@ -27,10 +27,10 @@ from allocation_ledger.domain.errors import (
     ResourceClassNotOnProvider,
 )
 from allocation_ledger.domain.ids import provider_stream_id
-from allocation_ledger.domain.values import Inventory, RequestMeta
+from allocation_ledger.domain.values import Inventory, PlainState, RequestMeta
 
 
-class Provider(Aggregate):
+class Provider(PlainState, Aggregate):
     """A resource provider: inventory, usage, devices and children."""
 
     class Event(Aggregate.Event):

@@ -100,3 +100,24 @@ def subtract_allocations(a: Allocations, b: Allocations) -> Allocations:
                 result.setdefault(rp, {})[rc] = left
     return result
 
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of plain data: dicts and lists are copied, everything else (str, int,
+    float, None, UUID, datetime, frozen events) is immutable and shared."""
+    if type(value) is dict:
+        return {k: plain_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [plain_copy(v) for v in value]
+    return value
+
+
+class PlainState:
+    """Mixin for aggregates whose state is plain data: ``copy.deepcopy`` (which the event
+    store uses on every cached read) copies it directly, several times faster than the
+    generic walk."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        clone = object.__new__(type(self))
+        clone.__dict__.update({k: plain_copy(v) for k, v in self.__dict__.items()})
+        return clone

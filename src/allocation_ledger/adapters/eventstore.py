@@ -15,7 +15,10 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import Environment, EnvType
+from psycopg.sql import SQL, Identifier
 
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
@@ -94,6 +97,56 @@ class EventStore(Application[UUID]):
             except AggregateNotFoundError:
                 return None
         return aggregate
+
+    def get_short_many(self, stream_ids: Iterable[UUID]) -> dict[UUID, Aggregate | None]:
+        """Many short streams (consumers) at once: those not cached come in one query, so a
+        write of a thousand new consumers reads once, not a thousand times."""
+        wanted = list(dict.fromkeys(stream_ids))
+        cache = self.repository.cache
+        found: dict[UUID, Aggregate | None] = {}
+        uncached: list[UUID] = []
+        for stream in wanted:
+            try:
+                if cache is None:
+                    raise KeyError(stream)
+                cache.get(stream)
+            except KeyError:
+                uncached.append(stream)
+            else:
+                found[stream] = self.get(stream, short=True)
+        for stream, stored in self._select_streams(uncached).items():
+            aggregate: Aggregate | None = project(
+                None, (self.mapper.to_domain_event(e) for e in stored)
+            )
+            if aggregate is not None and cache is not None:
+                with self._read_locks[stream.int % len(self._read_locks)]:
+                    cache.put(stream, aggregate)
+                aggregate = copy.deepcopy(aggregate)
+            found[stream] = aggregate
+        return found
+
+    def _select_streams(self, streams: list[UUID]) -> dict[UUID, list[StoredEvent]]:
+        rows: dict[UUID, list[StoredEvent]] = {s: [] for s in streams}
+        if not streams:
+            return rows
+        recorder = self.recorder
+        if isinstance(recorder, PostgresApplicationRecorder):
+            query = SQL(
+                "SELECT originator_id, originator_version, topic, state FROM {0}.{1} "
+                "WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, "
+                "originator_version"
+            ).format(Identifier(recorder.datastore.schema),
+                     Identifier(recorder.events_table_name))
+            with recorder.datastore.get_connection() as conn, conn.cursor() as curs:
+                curs.execute(query, (streams,), prepare=True)
+                for r in curs.fetchall():
+                    rows[r["originator_id"]].append(StoredEvent(
+                        r["originator_id"], r["originator_version"], r["topic"],
+                        bytes(r["state"])))
+            return rows
+        for stream in streams:  # SQLite and memory: no network round trips to save
+            rows[stream] = list(recorder.select_events(stream))
+        return rows
 
     def remember(self, aggregates: Iterable[Aggregate]) -> None:
         """Cache these just-saved aggregates, so the next write starts from them."""

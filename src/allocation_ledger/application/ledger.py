@@ -115,6 +115,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         meta = request_meta(request)
 
         def decide(s: Session) -> Session:
+            s.prefetch_consumers([c.consumer_uuid for c in cmds])
             claims.write(s, [_write(c) for c in cmds], meta)
             return s
 

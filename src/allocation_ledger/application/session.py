@@ -78,6 +78,17 @@ class Session:
             )
         return self._consumers[consumer_uuid]
 
+    def prefetch_consumers(self, consumer_uuids: list[str]) -> None:
+        """Load many consumers at once (one query for those not cached)."""
+        wanted = {consumer_stream_id(u): u for u in consumer_uuids if u not in self._consumers}
+        for stream, found in self._store.get_short_many(wanted).items():
+            consumer = found if isinstance(found, Consumer) else None
+            uuid = wanted[stream]
+            self._consumers[uuid] = consumer
+            self._loaded[uuid] = (
+                (consumer.version, consumer.generation) if consumer is not None else (None, None)
+            )
+
     def migration(self, migration_uuid: str) -> Migration:
         """The migration; :class:`MigrationNotFound` if the consumer is not one."""
         found = self.consumer(migration_uuid)

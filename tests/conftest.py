@@ -27,6 +27,13 @@ def ledger(url: str) -> Iterator[Ledger]:
         yield opened
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store another process (or the CLI) can open too."""
+    with store_url(request.param, tmp_path) as found:
+        yield found + ("&pool_size=2&max_overflow=2" if "?" in found else "")
+
+
 @pytest.fixture
 def pg_url(tmp_path: Path) -> Iterator[str]:
     """A fresh PostgreSQL schema URL (skips or fails as ``tests.stores`` says)."""

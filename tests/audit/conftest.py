@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from freezegun import freeze_time
 from freezegun.api import FakeDatetime, FrozenDateTimeFactory
 
 from allocation_ledger import Ledger, open_ledger
-from tests.stores import store_url
 
 #: The moment the frozen clock starts at; tests name times as minutes after it.
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -37,13 +35,6 @@ class FakeDatetimeAsISO(Transcoding):
 
     def decode(self, data: str) -> datetime:
         return datetime.fromisoformat(data)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh store another process (or the CLI) can open too."""
-    with store_url(request.param, tmp_path) as found:
-        yield found + ("&pool_size=2&max_overflow=2" if "?" in found else "")
 
 
 @pytest.fixture

@@ -3,25 +3,16 @@ make them refuse wrongly or accept wrongly."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from allocation_ledger import open_ledger
 from allocation_ledger.domain.errors import InsufficientCapacity, InvalidAllocation
 from tests.builders import PROJECT, USER, a_host, new_id
 from tests.invariants import assert_invariants
-from tests.stores import store_url
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def two_ledgers_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
-    with store_url(request.param, tmp_path) as url:
-        yield url
-
-
-def test_capacity_freed_elsewhere_is_seen(two_ledgers_url: str) -> None:
-    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+def test_capacity_freed_elsewhere_is_seen(durable_url: str) -> None:
+    with open_ledger(durable_url) as here, open_ledger(durable_url) as there:
         host = a_host(here, vcpu=4)
         first = here.claim(new_id(), {host: {"VCPU": 4}}, None, project_id=PROJECT,
                            user_id=USER)
@@ -33,8 +24,8 @@ def test_capacity_freed_elsewhere_is_seen(two_ledgers_url: str) -> None:
         assert_invariants(here)
 
 
-def test_capacity_taken_elsewhere_is_seen(two_ledgers_url: str) -> None:
-    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+def test_capacity_taken_elsewhere_is_seen(durable_url: str) -> None:
+    with open_ledger(durable_url) as here, open_ledger(durable_url) as there:
         host = a_host(here, vcpu=4)
         here.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
         there.claim(new_id(), {host: {"VCPU": 3}}, None, project_id=PROJECT, user_id=USER)
@@ -45,11 +36,11 @@ def test_capacity_taken_elsewhere_is_seen(two_ledgers_url: str) -> None:
 
 
 def test_rules_changed_elsewhere_apply_to_a_write_that_does_not_change_usage(
-    two_ledgers_url: str,
+    durable_url: str,
 ) -> None:
     """Re-claiming the same amount appends nothing to the provider, so the cached copy's
     inventory must be checked against the store before the write counts."""
-    with open_ledger(two_ledgers_url) as here, open_ledger(two_ledgers_url) as there:
+    with open_ledger(durable_url) as here, open_ledger(durable_url) as there:
         host = a_host(here, vcpu=8)
         vm = here.claim(new_id(), {host: {"VCPU": 4}}, None, project_id=PROJECT, user_id=USER)
         generation = there.provider(host).generation

@@ -9,6 +9,7 @@ from allocation_ledger.application.inputs import MoveIn, ResolveIn, parse, reque
 from allocation_ledger.application.session import run
 from allocation_ledger.application.views import MigrationView
 from allocation_ledger.domain import moves
+from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.migration import RESIZE
 from allocation_ledger.domain.values import Allocations
 
@@ -100,8 +101,9 @@ class MoveCommands:
         cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
                     expected_generation=expected_generation, destination_root=destination_root)
         meta = request_meta(request)
-        assert cmd.destination_root is not None
         dest = cmd.destination_root
+        if dest is None:
+            raise InvalidRequest("a forced live migration needs destination_root")
         run(self.store, lambda s: moves.force_live_migrate(
             s, cmd.instance_uuid, cmd.migration_uuid, dest, cmd.expected_generation, meta))
         return self.migration(cmd.migration_uuid)

@@ -176,7 +176,8 @@ def revert(
     check_generation(migration_uuid, migration, expected_generation)
     instance = ws.consumer(migration.instance_uuid)
     check_generation(migration.instance_uuid, instance, instance_generation)
-    assert instance is not None  # a migration's instance stream always exists
+    if instance is None:  # cannot happen: a swap writes the instance's stream
+        raise ConsumerNotFound(migration.instance_uuid)
     targets = [Target(instance.uuid, migration.old_allocations, migration.old_devices,
                       check_units=False)]
     before = {instance.uuid: holding(instance)}
@@ -208,9 +209,8 @@ def evacuate(
     instance = _movable_instance(ws, instance_uuid, expected_generation, migration_uuid)
     if (destination is None) == (destination_root is None):
         raise InvalidRequest("give exactly one of destination or destination_root")
-    if destination_root is not None:
-        destination = _blind_copy(ws, instance, destination_root)
-    assert destination is not None
+    if destination is None:
+        destination = _blind_copy(ws, instance, destination_root or "")
     source_root = root_of(ws, instance.allocations)
     dest_root = check_other_host(ws, source_root, destination, EVACUATION)
     check_unit_rules(ws.provider, instance_uuid, destination)
@@ -233,7 +233,8 @@ def complete_evacuation(
     migration.check_can("complete", (EVACUATION,))
     instance = ws.consumer(migration.instance_uuid)
     check_generation(migration.instance_uuid, instance, instance_generation)
-    assert instance is not None
+    if instance is None:
+        raise ConsumerNotFound(migration.instance_uuid)
     left = subtract_allocations(instance.allocations, migration.old_allocations)
     kept = {rp: by_rc for rp, by_rc in instance.devices.items() if rp in left}
     target = Target(instance.uuid, left, kept, check_units=False)

@@ -163,15 +163,19 @@ class Runner:
         # events to come (a refused commit raises and ends it).
         targets = [(p, self._worksets[p.name], self._positions[p.name])
                    for p in self.projections]
+        steps: dict[type, list[tuple[Callable[[Any, Workset], None], Workset, int]]] = {}
         for position, event in events:
             if self._stop.is_set() and not self._pending:
                 return  # stopped, and everything applied so far is committed
             request = getattr(event, "request", None)
             if self._pending >= self.batch_size and request != self._last_request:
                 self._commit()
-            for projection, rows, since in targets:
-                handler = projection.handler_for(event)
-                if handler is not None and position > since:
+            kind = type(event)
+            if kind not in steps:  # the handlers of each type, looked up once per page
+                steps[kind] = [(handler, rows, since) for projection, rows, since in targets
+                               if (handler := projection.handler_for(event)) is not None]
+            for handler, rows, since in steps[kind]:
+                if position > since:
                     handler(event, rows)
             self._seen, self._last_request = position, request
             self._pending += 1

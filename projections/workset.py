@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -36,11 +36,10 @@ class GroupTable:
 
     table: Table
     group_column: str
+    name: str = field(init=False)  # the table's (a plain attribute: handlers read it a lot)
 
-    @property
-    def name(self) -> str:
-        """The table's name."""
-        return self.table.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.table.name)
 
 
 class Workset:
@@ -57,8 +56,8 @@ class Workset:
         self._rows: dict[tuple[str, str], tuple[Row, ...]] = {}
         self._stored: set[tuple[str, str]] = set()  # groups with rows in the database
         self._dirty: set[tuple[str, str]] = set()
-        self._names: dict[str, str] = {}
-        self._new_names: dict[str, str] = {}
+        self._names: dict[UUID, str] = {}
+        self._new_names: dict[UUID, str] = {}
 
     # -- for handlers ------------------------------------------------------------------
 
@@ -73,12 +72,12 @@ class Workset:
 
     def name(self, stream_id: UUID) -> str:
         """The provider, consumer or migration UUID of an event stream."""
-        return self._names[stream_id.hex]
+        return self._names[stream_id]
 
     def name_stream(self, stream_id: UUID, uuid: str) -> None:
         """Remember whose stream ``stream_id`` is (from the stream's first event)."""
-        self._names[stream_id.hex] = uuid
-        self._new_names[stream_id.hex] = uuid
+        self._names[stream_id] = uuid
+        self._new_names[stream_id] = uuid
 
     # -- for the runner ----------------------------------------------------------------
 
@@ -91,13 +90,13 @@ class Workset:
         """Load the names and the groups of these streams, unless already cached."""
         if self.complete:
             return
-        wanted = {s.hex for s in stream_ids}
-        for chunk in _chunks(sorted(wanted - self._names.keys())):
+        wanted = set(stream_ids)
+        for chunk in _chunks(sorted(s.hex for s in wanted - self._names.keys())):
             found = conn.execute(select(tables.streams.c.stream_id, tables.streams.c.uuid).where(
                 tables.streams.c.projection == self.projection,
                 tables.streams.c.stream_id.in_(chunk),
             ))
-            self._names.update({row.stream_id: row.uuid for row in found})
+            self._names.update({UUID(row.stream_id): row.uuid for row in found})
         keys = sorted({self._names[s] for s in wanted if s in self._names})
         for group in self.groups:
             self._load(conn, group, [k for k in keys if (group.name, k) not in self._rows])
@@ -118,7 +117,7 @@ class Workset:
         written = 0
         if self._new_names:
             insert_rows(conn, tables.streams, [
-                {"projection": self.projection, "stream_id": s, "uuid": u}
+                {"projection": self.projection, "stream_id": s.hex, "uuid": u}
                 for s, u in sorted(self._new_names.items())
             ])
             written += len(self._new_names)

@@ -3,7 +3,13 @@ against the store's own mapper."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+import pytest
+from eventsourcing.persistence import Notification
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.adapters.decoding import Decoder
@@ -51,10 +57,36 @@ def test_a_snapshot_that_differs_from_its_events_is_reported(ledger: Ledger) -> 
     assert str(provider_stream_id(host)) == finding.stream
 
 
-def test_the_fast_decoder_gives_the_mappers_events() -> None:
-    with open_ledger("memory://") as ledger:
+def test_the_fast_decoder_gives_the_mappers_events(url: str) -> None:
+    with open_ledger(url) as ledger:
         populate(ledger, seed=3, steps=300)
         decoder = Decoder(ledger.store.mapper)
         for notification in notifications(ledger.store):
             fast, slow = decoder(notification), ledger.store.mapper.to_domain_event(notification)
             assert (type(fast), vars(fast)) == (type(slow), vars(slow))
+
+
+def _a_record(ledger: Ledger, edit: Callable[[dict[str, Any]], None]) -> Notification:
+    """The host's first event, its JSON state changed by ``edit``."""
+    a_host(ledger, vcpu=8, memory_mb=None)
+    first = ledger.store.recorder.select_notifications(1, 1)[0]
+    state = json.loads(first.state)
+    edit(state)
+    return replace(first, state=json.dumps(state).encode())
+
+
+def _nested_stamp(state: dict[str, Any]) -> None:
+    state["request"]["at"] = state.pop("timestamp")
+    state["timestamp"] = state["request"]["at"]["_data_"]
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param(lambda state: state.update(name=2**70), id="integer beyond 64 bits"),
+    pytest.param(_nested_stamp, id="the typed value nested"),
+])
+def test_records_the_fast_path_cannot_read_go_through_the_mapper(
+        ledger: Ledger, edit: Callable[[dict[str, Any]], None]) -> None:
+    record = _a_record(ledger, edit)
+    fast = Decoder(ledger.store.mapper)(record)
+    slow = ledger.store.mapper.to_domain_event(record)
+    assert (type(fast), vars(fast)) == (type(slow), vars(slow))

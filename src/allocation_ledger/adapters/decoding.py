@@ -3,24 +3,25 @@
 The mapper's JSON decoder calls a Python hook for every object in every event (to find the
 ``{"_type_": ..., "_data_": ...}`` values it made of datetimes, UUIDs and decimals). The
 ledger's events hold only one such value, the top-level ``timestamp``: everything else is
-plain JSON by design (``domain.values``). So when a record has exactly one typed value,
-plain ``json.loads`` plus decoding the top-level typed values gives the same event several
-times faster; any other record (more typed values, a cipher, compression, an upcast class)
-goes through the mapper itself. ``tests/audit`` checks both give equal events. Used by
-the audit replay and the projections catch-up.
+plain JSON by design (``domain.values``). So when a record has exactly one typed value and
+it is the ``timestamp``, plain JSON parsing (``orjson``, three times faster than the
+standard library's parser) and decoding that one value gives the same event several times
+faster. Any other record (a typed value elsewhere, a cipher, compression, an upcast class,
+an integer beyond 64 bits that ``orjson`` refuses) goes through the mapper itself.
+``tests/audit`` checks both give equal events. Used by the audit replay and the
+projections catch-up.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from uuid import UUID
 
+import orjson
 from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
 from eventsourcing.utils import resolve_topic
 
 TYPED = b'"_type_"'
-_JSON = json.JSONDecoder()
 
 
 class Decoder:
@@ -45,12 +46,16 @@ class Decoder:
             if getattr(cls, "class_version", 1) != 1:
                 return self._mapper.to_domain_event(notification)  # needs upcasting
             self._classes[notification.topic] = cls
-        state = _JSON.decode(notification.state.decode("utf-8"))
-        if not isinstance(state, dict) or "class_version" in state:
+        try:
+            state = orjson.loads(notification.state)
+        except orjson.JSONDecodeError:
             return self._mapper.to_domain_event(notification)
-        for key, value in state.items():
-            if type(value) is dict and "_type_" in value:
-                state[key] = self._names[value["_type_"]].decode(value["_data_"])
+        if type(state) is not dict or "class_version" in state:
+            return self._mapper.to_domain_event(notification)
+        stamp = state.get("timestamp")
+        if type(stamp) is not dict or "_type_" not in stamp:  # the typed value is elsewhere
+            return self._mapper.to_domain_event(notification)
+        state["timestamp"] = self._names[stamp["_type_"]].decode(stamp["_data_"])
         originator = notification.originator_id
         state["originator_id"] = originator if isinstance(originator, UUID) else UUID(
             str(originator))

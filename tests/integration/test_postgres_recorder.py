@@ -1,0 +1,67 @@
+"""The PostgreSQL recorder's own append and read (``adapters.postgres``) against the
+library's: same rows, same order, same refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
+from tests.projections.random_ledger import populate
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def ledger(pg_url: str) -> Any:
+    with open_ledger(pg_url) as opened:
+        populate(opened, seed=5, steps=120)
+        yield opened
+
+
+def _recorder(ledger: Ledger) -> OneTripApplicationRecorder:
+    recorder = ledger.store.recorder
+    assert isinstance(recorder, OneTripApplicationRecorder)
+    return recorder
+
+
+@pytest.mark.parametrize("start, limit, stop, inclusive, topics", [
+    (1, 10_000, None, True, False),
+    (None, 50, None, True, False),
+    (7, 25, None, False, False),
+    (3, 1_000, 90, True, False),
+    (40, 5, 41, False, False),
+    (1, 10_000, None, True, True),
+    (5, 30, 200, False, True),
+])
+def test_reads_the_rows_the_library_reads(ledger: Ledger, start: int | None, limit: int,
+                                          stop: int | None, inclusive: bool,
+                                          topics: bool) -> None:
+    recorder = _recorder(ledger)
+    wanted = sorted({n.topic for n in recorder.select_notifications(1, 10_000)})[:2] \
+        if topics else []
+    ours = recorder.select_notifications(start, limit, stop, wanted,
+                                         inclusive_of_start=inclusive)
+    theirs = PostgresApplicationRecorder.select_notifications(
+        recorder, start, limit, stop, wanted, inclusive_of_start=inclusive)
+    assert ours == theirs
+    assert ours  # every case selects something
+    assert all(type(n.state) is bytes for n in ours)
+
+
+def test_appends_and_refuses_like_the_library(ledger: Ledger) -> None:
+    recorder = _recorder(ledger)
+    head = recorder.max_notification_id() or 0
+    stream = uuid4()
+    events = [StoredEvent(stream, v, "t:T", b'{"n":%d}' % v) for v in (1, 2, 3)]
+    assert list(recorder.insert_events(events) or []) == [head + 1, head + 2, head + 3]
+    with pytest.raises(IntegrityError):  # version 3 is taken: the whole append is refused
+        recorder.insert_events([StoredEvent(stream, 4, "t:T", b"{}"),
+                                StoredEvent(stream, 3, "t:T", b"{}")])
+    assert recorder.max_notification_id() == head + 3
+    assert [e.originator_version for e in recorder.select_events(stream)] == [1, 2, 3]

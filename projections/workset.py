@@ -56,8 +56,10 @@ class Workset:
         self._rows: dict[tuple[str, str], tuple[Row, ...]] = {}
         self._stored: set[tuple[str, str]] = set()  # groups with rows in the database
         self._dirty: set[tuple[str, str]] = set()
-        self._names: dict[UUID, str] = {}
-        self._new_names: dict[UUID, str] = {}
+        # stream names, keyed by the stream id's ``int`` (cheaper to hash and compare than
+        # the UUID: every event looks its stream up)
+        self._names: dict[int, str] = {}
+        self._new_names: dict[int, str] = {}
 
     # -- for handlers ------------------------------------------------------------------
 
@@ -72,12 +74,12 @@ class Workset:
 
     def name(self, stream_id: UUID) -> str:
         """The provider, consumer or migration UUID of an event stream."""
-        return self._names[stream_id]
+        return self._names[stream_id.int]
 
     def name_stream(self, stream_id: UUID, uuid: str) -> None:
         """Remember whose stream ``stream_id`` is (from the stream's first event)."""
-        self._names[stream_id] = uuid
-        self._new_names[stream_id] = uuid
+        self._names[stream_id.int] = uuid
+        self._new_names[stream_id.int] = uuid
 
     # -- for the runner ----------------------------------------------------------------
 
@@ -90,13 +92,13 @@ class Workset:
         """Load the names and the groups of these streams, unless already cached."""
         if self.complete:
             return
-        wanted = set(stream_ids)
-        for chunk in _chunks(sorted(s.hex for s in wanted - self._names.keys())):
+        wanted = {s.int for s in stream_ids}
+        for chunk in _chunks(sorted(f"{s:032x}" for s in wanted - self._names.keys())):
             found = conn.execute(select(tables.streams.c.stream_id, tables.streams.c.uuid).where(
                 tables.streams.c.projection == self.projection,
                 tables.streams.c.stream_id.in_(chunk),
             ))
-            self._names.update({UUID(row.stream_id): row.uuid for row in found})
+            self._names.update({int(row.stream_id, 16): row.uuid for row in found})
         keys = sorted({self._names[s] for s in wanted if s in self._names})
         for group in self.groups:
             self._load(conn, group, [k for k in keys if (group.name, k) not in self._rows])
@@ -117,7 +119,7 @@ class Workset:
         written = 0
         if self._new_names:
             insert_rows(conn, tables.streams, [
-                {"projection": self.projection, "stream_id": s.hex, "uuid": u}
+                {"projection": self.projection, "stream_id": f"{s:032x}", "uuid": u}
                 for s, u in sorted(self._new_names.items())
             ])
             written += len(self._new_names)

@@ -110,7 +110,14 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             binary=True, row_factory=tuple_row
         ) as curs:
             curs.execute(statement, params, prepare=True)
-            return [
-                Notification(id=n, originator_id=o, originator_version=v, topic=t, state=s)
-                for n, o, v, t, s in curs.fetchall()
-            ]
+            return [_notification(row) for row in curs.fetchall()]
+
+
+def _notification(row: tuple[int, Any, int, str, bytes]) -> Notification:
+    """``Notification(id=..., ...)`` without the frozen dataclass's per-field
+    ``object.__setattr__`` (a third of the cost of reading a row)."""
+    notification = object.__new__(Notification)
+    object.__setattr__(notification, "__dict__", {
+        "originator_id": row[1], "originator_version": row[2], "topic": row[3],
+        "state": row[4], "id": row[0]})
+    return notification

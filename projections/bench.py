@@ -1,9 +1,10 @@
 """Measuring rebuilds: events per second, beside the raw rate of inserting the same rows.
 
-:func:`measure` rebuilds every projection of a ledger from zero (best of ``repeat``), then
-times plain batched inserts of the same rows, batch by batch (one transaction per batch, as
-the rebuild commits), into copies of the tables with no key or index: once as one
-executemany per table and batch, once with PostgreSQL's COPY. Two sets of rows:
+:func:`measure` rebuilds every projection of a ledger from zero and times plain batched
+inserts of the same rows, batch by batch (one transaction per batch, as the rebuild
+commits), into copies of the tables with no key or index: once as one executemany per table
+and batch, once with PostgreSQL's COPY. Rounds of each alternate, and each figure is the
+best of its rounds. Two sets of rows:
 
 - ``written``: the very rows the rebuild inserted (it coalesces each group's changes over a
   batch, so far fewer rows than events);
@@ -63,26 +64,32 @@ class Figures:
 
 
 def measure(store: EventStore, engine: Engine, batch_size: int, repeat: int = 3) -> Figures:
-    """Rebuild ``repeat`` times into ``engine`` and time the raw inserts of the same rows."""
+    """Rebuild into ``engine`` and time the raw inserts of the same rows, ``repeat`` rounds
+    of each in turn (a machine that slows down mid-run slows both), keeping each best."""
     read = ReadModels(store, engine)
-    best = min((read.rebuild(batch_size=batch_size) for _ in range(repeat)),
-               key=lambda r: r.seconds)
     written, per_event = captured_rows(store, batch_size)
-    return Figures(best.events, len(written), best.events_per_second,
-                   _raw(engine, written, best.events, repeat),
-                   _raw(engine, per_event, best.events, repeat))
+    methods = [False, True] if engine.dialect.name == "postgresql" else [False]
+    rebuilds: list[float] = []
+    raw: dict[tuple[str, bool], list[float]] = {}
+    events = 0
+    with raw_tables(engine) as plain:
+        for _ in range(repeat):
+            report = read.rebuild(batch_size=batch_size)
+            events = report.events
+            rebuilds.append(report.seconds)
+            for name, batches in (("written", written), ("per_event", per_event)):
+                for copy in methods:
+                    raw.setdefault((name, copy), []).append(
+                        _insert_seconds(engine, plain, batches, copy=copy))
 
+    def rates(name: str, batches: Batches) -> Raw:
+        copying = raw.get((name, True))
+        return Raw(sum(len(r) for batch in batches for _, r in batch),
+                   events / min(raw[name, False]),
+                   events / min(copying) if copying else None)
 
-def _raw(engine: Engine, batches: Batches, events: int, repeat: int) -> Raw:
-    with raw_tables(engine) as raw:
-        executemany = min(_insert_seconds(engine, raw, batches, copy=False)
-                          for _ in range(repeat))
-        copying = None
-        if engine.dialect.name == "postgresql":
-            copying = min(_insert_seconds(engine, raw, batches, copy=True)
-                          for _ in range(repeat))
-    rows = sum(len(r) for batch in batches for _, r in batch)
-    return Raw(rows, events / executemany, events / copying if copying else None)
+    return Figures(events, len(written), events / min(rebuilds),
+                   rates("written", written), rates("per_event", per_event))
 
 
 def copy_events(source: EventStore, target: EventStore, page: int = 5000) -> int:
@@ -115,10 +122,11 @@ def captured_rows(store: EventStore, batch_size: int) -> tuple[Batches, Batches]
         put(rows, group, key, new)
 
     @event.listens_for(scratch, "before_execute")
-    def _capture(_conn: Any, clause: Any, multiparams: Any, _params: Any, _opts: Any) -> None:
+    def _capture(_conn: Any, clause: Any, multiparams: Any, params: Any, _opts: Any) -> None:
         table = getattr(clause, "table", None)
-        if getattr(clause, "is_insert", False) and multiparams and isinstance(table, Table):
-            batches[-1].append((table, [dict(p) for p in multiparams]))
+        inserted = multiparams or ([params] if params else [])  # one row comes as params
+        if getattr(clause, "is_insert", False) and inserted and isinstance(table, Table):
+            batches[-1].append((table, [dict(p) for p in inserted]))
 
     @event.listens_for(scratch, "commit")
     def _split(_conn: Any) -> None:

@@ -7,7 +7,8 @@ inserting the same rows into plain tables (not a test: it prints figures).
 
 One randomized ledger (``tests/projections/random_ledger.py``) is written to SQLite and
 copied event for event into a scratch PostgreSQL schema, so both stores rebuild the same
-events. The target: a rebuild on PostgreSQL at no less than 40% of the raw insert rate.
+events. The target: a rebuild on PostgreSQL at no less than 40% of the raw rate of batched
+INSERTs (executemany) of the very rows it wrote; the exit status is 1 when it is missed.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main() -> int:
                     conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     _print(results)
     figures = results["postgresql"]
-    return 0 if figures.rebuild >= TARGET * figures.per_event.executemany else 1
+    return 0 if figures.rebuild >= TARGET * figures.written.executemany else 1
 
 
 def _measure(store: EventStore, args: argparse.Namespace) -> Figures:

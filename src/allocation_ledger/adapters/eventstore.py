@@ -162,6 +162,17 @@ class EventStore(Application[UUID]):
                 if current is None or current.version < aggregate.version:
                     cache.put(aggregate.id, copy.deepcopy(aggregate))
 
+    def is_cached(self, stream_id: UUID) -> bool:
+        """True when this process's cache holds the stream (then it exists)."""
+        cache = self.repository.cache
+        if cache is None:
+            return False
+        try:
+            cache.get(stream_id)
+        except KeyError:
+            return False
+        return True
+
     def stream_version(self, stream_id: UUID) -> int | None:
         """The version of a stream's last event, read straight from the store."""
         last = self.recorder.select_events(stream_id, desc=True, limit=1)

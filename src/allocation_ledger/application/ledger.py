@@ -96,7 +96,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             claims.write(s, [_write(cmd)], meta)
             return s
 
-        return _view(run(self.store, decide), cmd.consumer_uuid)
+        new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
+        return _view(run(self.store, decide, new), cmd.consumer_uuid)
 
     def write_allocations(
         self,
@@ -119,7 +120,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             claims.write(s, [_write(c) for c in cmds], meta)
             return s
 
-        session = run(self.store, decide)
+        new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
+        session = run(self.store, decide, new)
         return [_view(session, c.consumer_uuid) for c in cmds]
 
     def release(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.inputs import MoveIn, ResolveIn, parse, request_meta
-from allocation_ledger.application.session import run
+from allocation_ledger.application.session import Session, run
 from allocation_ledger.application.views import MigrationView
 from allocation_ledger.domain import moves
 from allocation_ledger.domain.errors import InvalidRequest
@@ -28,8 +28,16 @@ class MoveCommands:
 
     store: EventStore
 
-    def migration(self, migration_uuid: str) -> MigrationView:  # implemented by Ledger
-        raise NotImplementedError
+    def _move(self, migration_uuid: str, decide: Callable[[Session], object],
+              new: Iterable[str] = ()) -> MigrationView:
+        """Run one move command; the migration as the command left it. ``new``: the
+        migration consumer the command creates (see :func:`run`'s ``new_consumers``)."""
+
+        def deciding(session: Session) -> Session:
+            decide(session)
+            return session
+
+        return MigrationView.of(run(self.store, deciding, new).migration(migration_uuid))
 
     def swap(
         self,
@@ -49,10 +57,9 @@ class MoveCommands:
         cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
                     expected_generation=expected_generation, destination=destination)
         meta = request_meta(request)
-        run(self.store, lambda s: moves.swap(s, cmd.instance_uuid, cmd.migration_uuid, kind,
-                                             cmd.expected_generation, meta,
-                                             _plain(cmd.destination)))
-        return self.migration(cmd.migration_uuid)
+        return self._move(cmd.migration_uuid, lambda s: moves.swap(
+            s, cmd.instance_uuid, cmd.migration_uuid, kind, cmd.expected_generation, meta,
+            _plain(cmd.destination)), new=[cmd.migration_uuid])
 
     def confirm(
         self, migration_uuid: str, expected_generation: int, *, request: Request = None
@@ -62,9 +69,8 @@ class MoveCommands:
         cmd = parse(ResolveIn, migration_uuid=migration_uuid,
                     expected_generation=expected_generation)
         meta = request_meta(request)
-        run(self.store, lambda s: moves.confirm(s, cmd.migration_uuid, cmd.expected_generation,
-                                                meta))
-        return self.migration(cmd.migration_uuid)
+        return self._move(cmd.migration_uuid, lambda s: moves.confirm(
+            s, cmd.migration_uuid, cmd.expected_generation, meta))
 
     def revert(
         self,
@@ -82,9 +88,8 @@ class MoveCommands:
                     expected_generation=expected_generation,
                     instance_generation=instance_generation)
         meta = request_meta(request)
-        run(self.store, lambda s: moves.revert(s, cmd.migration_uuid, cmd.expected_generation,
-                                               cmd.instance_generation, meta))
-        return self.migration(cmd.migration_uuid)
+        return self._move(cmd.migration_uuid, lambda s: moves.revert(
+            s, cmd.migration_uuid, cmd.expected_generation, cmd.instance_generation, meta))
 
     def force_live_migrate(
         self,
@@ -104,9 +109,9 @@ class MoveCommands:
         dest = cmd.destination_root
         if dest is None:
             raise InvalidRequest("a forced live migration needs destination_root")
-        run(self.store, lambda s: moves.force_live_migrate(
-            s, cmd.instance_uuid, cmd.migration_uuid, dest, cmd.expected_generation, meta))
-        return self.migration(cmd.migration_uuid)
+        return self._move(cmd.migration_uuid, lambda s: moves.force_live_migrate(
+            s, cmd.instance_uuid, cmd.migration_uuid, dest, cmd.expected_generation, meta),
+            new=[cmd.migration_uuid])
 
     def evacuate(
         self,
@@ -125,10 +130,10 @@ class MoveCommands:
                     expected_generation=expected_generation, destination=destination,
                     destination_root=destination_root)
         meta = request_meta(request)
-        run(self.store, lambda s: moves.evacuate(
+        return self._move(cmd.migration_uuid, lambda s: moves.evacuate(
             s, cmd.instance_uuid, cmd.migration_uuid, cmd.expected_generation, meta,
-            destination=_plain(cmd.destination), destination_root=cmd.destination_root))
-        return self.migration(cmd.migration_uuid)
+            destination=_plain(cmd.destination), destination_root=cmd.destination_root),
+            new=[cmd.migration_uuid])
 
     def complete_evacuation(
         self, migration_uuid: str, instance_generation: int, *, request: Request = None
@@ -137,6 +142,5 @@ class MoveCommands:
         cmd = parse(ResolveIn, migration_uuid=migration_uuid,
                     instance_generation=instance_generation)
         meta = request_meta(request)
-        run(self.store, lambda s: moves.complete_evacuation(
+        return self._move(cmd.migration_uuid, lambda s: moves.complete_evacuation(
             s, cmd.migration_uuid, cmd.instance_generation, meta))
-        return self.migration(cmd.migration_uuid)

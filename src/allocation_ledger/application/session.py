@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from eventsourcing.domain import Aggregate
@@ -46,11 +46,16 @@ class Retry(Exception):
 class Session:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
 
-    def __init__(self, store: EventStore, *, optimistic: bool = False) -> None:
+    def __init__(self, store: EventStore, *, optimistic: bool = False,
+                 new_consumers: Iterable[str] = ()) -> None:
         self._store = store
         #: read providers from this process's cache without asking the store (see ``run``)
         self._optimistic = optimistic
         self._cached_reads: set[str] = set()
+        #: consumers the caller expects to be new, taken as absent without a read when
+        #: this process has not seen them (optimistic sessions only)
+        self._new_consumers = frozenset(new_consumers) if optimistic else frozenset()
+        self._assumed_absent: set[str] = set()
         self._providers: dict[str, Provider | None] = {}
         self._consumers: dict[str, Consumer | None] = {}
         self._new: list[Aggregate] = []
@@ -70,6 +75,10 @@ class Session:
     def consumer(self, consumer_uuid: str) -> Consumer | None:
         """The consumer, or ``None`` if its stream does not exist."""
         if consumer_uuid not in self._consumers:
+            if self._assumes_absent(consumer_uuid):
+                self._consumers[consumer_uuid] = None
+                self._loaded[consumer_uuid] = (None, None)
+                return None
             found = self._store.get(consumer_stream_id(consumer_uuid), short=True)
             consumer = found if isinstance(found, Consumer) else None
             self._consumers[consumer_uuid] = consumer
@@ -80,7 +89,8 @@ class Session:
 
     def prefetch_consumers(self, consumer_uuids: list[str]) -> None:
         """Load many consumers at once (one query for those not cached)."""
-        wanted = {consumer_stream_id(u): u for u in consumer_uuids if u not in self._consumers}
+        wanted = {consumer_stream_id(u): u for u in consumer_uuids
+                  if u not in self._consumers and not self._assumes_absent(u)}
         for stream, found in self._store.get_short_many(wanted).items():
             consumer = found if isinstance(found, Consumer) else None
             uuid = wanted[stream]
@@ -134,6 +144,19 @@ class Session:
 
     # -- optimistic reads -----------------------------------------------------------------
 
+    def _assumes_absent(self, consumer_uuid: str) -> bool:
+        """Take a consumer the caller expects to be new as absent, unread (see ``run``)."""
+        if consumer_uuid not in self._new_consumers or self._store.is_cached(
+                consumer_stream_id(consumer_uuid)):
+            return False
+        self._assumed_absent.add(consumer_uuid)
+        return True
+
+    @property
+    def assumed_absent(self) -> bool:
+        """True when a consumer was taken as absent without a read."""
+        return bool(self._assumed_absent)
+
     def stale_reads(self, *, unwritten_only: bool) -> bool:
         """True when a provider taken from the cache was older than the store's.
 
@@ -145,6 +168,12 @@ class Session:
             if provider is None or (unwritten_only and provider.pending_events):
                 continue
             if self._store.stream_version(provider.id) != provider.version:
+                return True
+        for uuid in self._assumed_absent:
+            consumer = self._consumers.get(uuid)
+            if consumer is not None and consumer.pending_events:
+                continue  # its first event: the store refuses it if the stream exists
+            if self._store.stream_version(consumer_stream_id(uuid)) is not None:
                 return True
         return False
 
@@ -167,6 +196,8 @@ class Session:
         return count
 
     def _explain_clash(self, err: IntegrityError) -> None:
+        if self._assumed_absent:  # perhaps a consumer taken as new exists: read it, decide again
+            raise Retry from err
         for uuid, (version, generation) in self._loaded.items():
             if self._store.stream_version(consumer_stream_id(uuid)) != version:
                 current = Session(self._store).consumer(uuid)
@@ -185,30 +216,44 @@ class Session:
         return sorted(self._providers)
 
 
-def run(store: EventStore, decide: Callable[[Session], T]) -> T:
+def run(store: EventStore, decide: Callable[[Session], T],
+        new_consumers: Iterable[str] = ()) -> T:
     """Run a command: decide in a fresh session and save, retrying provider-only clashes.
 
     The first attempt reads providers from this process's cache as they are (a busy host
     then costs no read at all). That is safe because every write that depends on a
     provider's usage appends to the provider's stream, and the store refuses an append on a
     stale copy; providers only read, and refusals decided on cached copies, are checked
-    against the store before they count. Later attempts read everything fresh.
+    against the store before they count. Likewise it takes the ``new_consumers`` (those the
+    caller expects to be new: ``expected_generation=None``, a migration's fresh UUID) as
+    absent without reading them, unless this process has seen them: a write creates each
+    at version 1, which the store refuses if the stream exists, and then, or when the
+    command is refused, the command runs again with everything read. A new instance's claim
+    is then one round trip. Later attempts read everything fresh. An error found on such a
+    second reading has the store's refusal of the first append as its ``__cause__``.
     """
     session = Session(store)
+    refused: IntegrityError | None = None  # the store refused a consumer taken as new
     for attempt in range(1, MAX_ATTEMPTS + 1):
         optimistic = attempt == 1
-        session = Session(store, optimistic=optimistic)
+        session = Session(store, optimistic=optimistic, new_consumers=new_consumers)
         try:
             result = decide(session)
-        except LedgerError:
-            if optimistic and session.stale_reads(unwritten_only=False):
+        except LedgerError as err:
+            if optimistic and (session.assumed_absent
+                               or session.stale_reads(unwritten_only=False)):
                 continue
+            if refused is not None and err.__cause__ is None:
+                raise err from refused
             raise
         if optimistic and session.stale_reads(unwritten_only=True):
             continue
         try:
             session.save()
-        except Retry:
+        except Retry as retry:
+            if optimistic and session.assumed_absent and isinstance(
+                    retry.__cause__, IntegrityError):
+                refused = retry.__cause__
             if not optimistic:
                 time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
             continue

@@ -10,6 +10,10 @@ The ledger records each command in one transaction, so an end is certain where t
 head was (the last event recorded when it was read) or where the ``request`` stamped on
 every event of a command changes (each command stamps a fresh ``command_id`` into it).
 Batches grow past ``batch_size`` until such an end.
+
+On PostgreSQL a batch is written by a thread of its own while the runner applies the events
+of the next one (one batch in flight at most; a failed write makes the runner start again
+from what the database holds), so the database's work overlaps the handlers'.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.application import Application
@@ -29,11 +35,20 @@ from projections.feed import Feed
 from projections.projection import Projection
 from projections.reading import Event
 from projections.store import relax_durability
-from projections.workset import Workset
+from projections.workset import Changes, Workset
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]  # (position committed, ledger head), after each commit
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The changes of every projection that moved, up to ``position`` (its commit)."""
+
+    position: int
+    head: int  # the ledger's head when it ended (for progress)
+    changes: list[tuple[str, int, Changes]]  # (projection, position it moves from, rows)
 
 
 class PositionMoved(Exception):
@@ -71,6 +86,12 @@ class Runner:
         self.events_applied = 0
         self.rows_written = 0
         self.conflicts = 0  # commits refused because another runner moved a position
+        # A batch is written in a thread of its own while the next one is applied, on
+        # PostgreSQL (a connection per thread, and its round trips release the GIL); SQLite
+        # has one writer at a time anyway, and an in-memory database one shared connection.
+        self._overlap = engine.dialect.name == "postgresql"
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: tuple[Batch, Future[int]] | None = None
         for p in self.projections:
             tracking.ensure(engine, p.name, store.name)
         self._load()
@@ -92,21 +113,33 @@ class Runner:
         Setting ``stop`` ends the run at the next commit: what was committed stays.
         """
         self._stop = stop or threading.Event()
-        while not self._stop.is_set():
-            head = self._head = self.head()
-            if head <= self._seen:
-                if self._pending:  # what a subscription delivered ends at the head
-                    self._commit()
-                return self._seen
-            try:
-                for page in reading.pages(self.store, self._seen, head, self.page_size):
-                    if self._stop.is_set():
-                        break
-                    self._process(page, at_head=page[-1][0] == head)
-            except PositionMoved:
-                self.conflicts += 1
-                log.info("another runner moved a position; resuming from %s", self._positions)
-        return min(self._positions.values())
+        try:
+            while True:
+                try:
+                    if self._stop.is_set() or self._caught_up():
+                        self._drain()  # the last batch, written or refused
+                        return self._seen if not self._stop.is_set() else min(
+                            self._positions.values())
+                except PositionMoved:
+                    self.conflicts += 1
+                    log.info("another runner moved a position; resuming from %s",
+                             self._positions)
+        finally:
+            self._stop_writer()
+
+    def _caught_up(self) -> bool:
+        """Apply what was recorded up to the ledger's head as it is now (pages of events,
+        batches ending at command ends); True when there was nothing left to apply."""
+        head = self._head = self.head()
+        if head <= self._seen:
+            if self._pending:  # what a subscription delivered ends at the head
+                self._commit()
+            return True
+        for page in reading.pages(self.store, self._seen, head, self.page_size):
+            if self._stop.is_set():
+                break
+            self._process(page, at_head=page[-1][0] == head)
+        return False
 
     def follow(self, stop: threading.Event, poll_interval: float = 1.0) -> None:
         """Catch up, then apply new events as they are recorded, until ``stop`` is set.
@@ -115,6 +148,12 @@ class Runner:
         (PostgreSQL's LISTEN/NOTIFY); every ``poll_interval`` seconds without news the
         runner polls as well, so a lost notification only delays it.
         """
+        try:
+            self._follow_until(stop, poll_interval)
+        finally:
+            self._stop_writer()
+
+    def _follow_until(self, stop: threading.Event, poll_interval: float) -> None:
         failed = False
         while not stop.is_set():
             try:
@@ -169,7 +208,7 @@ class Runner:
                 return  # stopped, and everything applied so far is committed
             request = getattr(event, "request", None)
             if self._pending >= self.batch_size and request != self._last_request:
-                self._commit()
+                self._commit(wait=False)
             kind = type(event)
             if kind not in steps:  # the handlers of each type, looked up once per page
                 steps[kind] = [(handler, rows, since) for projection, rows, since in targets
@@ -189,33 +228,78 @@ class Runner:
                      if n > self._positions[p.name] and p.handles(e)]
             for p in self.projections if not self._worksets[p.name].complete
         }
-        if not any(wanted.values()):
+        if not any(self._worksets[name].needs_read(ids) for name, ids in wanted.items()):
             return
+        self._drain()  # what it reads must include the batch in flight
         with self.engine.connect() as conn:
             for name, stream_ids in wanted.items():
                 self._worksets[name].prefetch(conn, stream_ids)
 
-    def _commit(self) -> None:
+    def _commit(self, *, wait: bool = True) -> None:
+        """End the batch at ``_seen``: hand every projection's changes and new position to
+        the writer. With ``wait`` false the runner goes on applying events while it writes
+        (on PostgreSQL; at most one batch in flight: the next commit waits for it)."""
+        self._drain()
         moved = [p.name for p in self.projections if self._seen > self._positions[p.name]]
-        try:
-            with self.engine.begin() as conn:
-                relax_durability(conn)
-                for name in moved:
-                    if not tracking.advance(conn, name, self._positions[name], self._seen):
-                        raise PositionMoved(name)
-                    self.rows_written += self._worksets[name].flush(conn)
-        except Exception:
-            self._load()  # the database holds the truth: start again from it
-            raise
+        batch = Batch(self._seen, max(self._head, self._seen),
+                      [(name, self._positions[name], self._worksets[name].take())
+                       for name in moved])
         for name in moved:
             self._positions[name] = self._seen
-            self._worksets[name].committed()
         self._pending = 0
+        if self._overlap:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="projection-writer")
+            self._writing = (batch, self._writer.submit(self._write, batch))
+        else:  # written here and now
+            written: Future[int] = Future()
+            try:
+                written.set_result(self._write(batch))
+            except BaseException as err:
+                written.set_exception(err)
+            self._writing = (batch, written)
+        if wait or not self._overlap:
+            self._drain()
+
+    def _write(self, batch: Batch) -> int:
+        """Write one batch in one transaction (in the writer's thread, if there is one)."""
+        written = 0
+        with self.engine.begin() as conn:
+            relax_durability(conn)
+            for name, since, changes in batch.changes:
+                if not tracking.advance(conn, name, since, batch.position):
+                    raise PositionMoved(name)
+                written += changes.write(conn)
+        return written
+
+    def _drain(self) -> None:
+        """Wait for the batch in flight; if it failed, start again from the database."""
+        if self._writing is None:
+            return
+        batch, future = self._writing
+        self._writing = None
+        try:
+            self.rows_written += future.result()
+        except BaseException:
+            self._load()  # the database holds the truth: start again from it
+            raise
         if self.progress:
-            self.progress(self._seen, max(self._head, self._seen))
+            self.progress(batch.position, batch.head)
+
+    def _stop_writer(self) -> None:
+        """Wait for the batch in flight and end the writer's thread."""
+        try:
+            self._drain()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown()
+                self._writer = None
 
     def _load(self) -> None:
         """Read the stored positions and start each projection's cache afresh."""
+        if self._writing is not None:  # a batch in flight ends before the database is read
+            wait([self._writing[1]])
+            self._writing = None
         with self.engine.connect() as conn:
             self._positions = {p.name: tracking.position(conn, p.name) for p in self.projections}
         self._worksets = {

@@ -3,9 +3,10 @@
 Every read model table is read and written in *groups*: all the rows that share the value of
 one column, the provider, consumer or migration they describe. A handler reads the group of
 its event's stream, computes the group's new rows and puts them back; nothing reaches the
-database until the runner flushes the working set, with the projection's new position, in
-one transaction. A group is replaced whole (delete, then insert), so a batch of thousands of
-events costs one delete and one insert per group it touched, however many events it held.
+database until the runner takes the changes (:meth:`Workset.take`, :class:`Changes`) and
+writes them with the projection's new position in one transaction. A group is replaced whole
+(delete, then insert), so a batch of thousands of events costs one delete and one insert per
+group it touched, however many events it held.
 
 The cache outlives a commit (after a commit it is what the database holds), so a follower
 never re-reads what it wrote. It is dropped when it grows too large, and on any failure.
@@ -68,7 +69,8 @@ class Workset:
         return self._rows.get((group.name, key), ())
 
     def put(self, group: GroupTable, key: str, rows: Iterable[Row]) -> None:
-        """Replace the rows of one group."""
+        """Replace the rows of one group (new row dicts: a row once put is never changed,
+        since a batch being written reads it from another thread)."""
         self._rows[(group.name, key)] = tuple(rows)
         self._dirty.add((group.name, key))
 
@@ -87,6 +89,16 @@ class Workset:
     def size(self) -> int:
         """How many groups are cached."""
         return len(self._rows)
+
+    def needs_read(self, stream_ids: Iterable[UUID]) -> bool:
+        """True when :meth:`prefetch` of these streams would read the database."""
+        if self.complete:
+            return False
+        for stream in stream_ids:
+            name = self._names.get(stream.int)
+            if name is None or any((g.name, name) not in self._rows for g in self.groups):
+                return True
+        return False
 
     def prefetch(self, conn: Connection, stream_ids: Iterable[UUID]) -> None:
         """Load the names and the groups of these streams, unless already cached."""
@@ -114,29 +126,15 @@ class Workset:
                 if key in found:
                     self._stored.add((group.name, key))
 
-    def flush(self, conn: Connection) -> int:
-        """Write every changed group and new stream name; the number of rows written."""
-        written = 0
-        if self._new_names:
-            insert_rows(conn, tables.streams, [
-                {"projection": self.projection, "stream_id": f"{s:032x}", "uuid": u}
-                for s, u in sorted(self._new_names.items())
-            ])
-            written += len(self._new_names)
+    def take(self) -> Changes:
+        """Everything changed since the last ``take``, to write in one transaction; from
+        now on the cache treats it as written (if the write fails, drop the cache)."""
+        changes = Changes(self.projection, sorted(self._new_names.items()))
         for group in self.groups:
             keys = sorted(k for (name, k) in self._dirty if name == group.name)
             stale = [k for k in keys if (group.name, k) in self._stored]
-            column = group.table.c[group.group_column]
-            for chunk in _chunks(stale):
-                conn.execute(delete(group.table).where(column.in_(chunk)))
             rows = [row for k in keys for row in self._rows[(group.name, k)]]
-            if rows:
-                insert_rows(conn, group.table, rows)
-            written += len(rows)
-        return written
-
-    def committed(self) -> None:
-        """The flush was committed: the changed groups are now what the database holds."""
+            changes.groups.append((group, stale, rows))
         for key in self._dirty:
             if self._rows[key]:
                 self._stored.add(key)
@@ -144,6 +142,7 @@ class Workset:
                 self._stored.discard(key)
         self._dirty.clear()
         self._new_names.clear()
+        return changes
 
     def trim(self, max_groups: int) -> None:
         """Drop the cache if it holds more than ``max_groups`` groups and nothing unwritten
@@ -159,6 +158,38 @@ class Workset:
         self._names.clear()
         self._new_names.clear()
         self.complete = False
+
+
+@dataclass
+class Changes:
+    """What one projection changed in a batch: the stream names it learnt, and per group
+    table the groups whose stored rows go (``stale``) and the rows that replace them.
+
+    It holds the very row objects of the cache, which handlers never change once put, so
+    it can be written from another thread while the runner applies the next events.
+    """
+
+    projection: str
+    names: list[tuple[int, str]]
+    groups: list[tuple[GroupTable, list[str], list[Row]]] = field(default_factory=list)
+
+    def write(self, conn: Connection) -> int:
+        """Delete the stale groups and insert the new rows; the number of rows written."""
+        written = 0
+        if self.names:
+            insert_rows(conn, tables.streams, [
+                {"projection": self.projection, "stream_id": f"{s:032x}", "uuid": u}
+                for s, u in self.names
+            ])
+            written += len(self.names)
+        for group, stale, rows in self.groups:
+            column = group.table.c[group.group_column]
+            for chunk in _chunks(stale):
+                conn.execute(delete(group.table).where(column.in_(chunk)))
+            if rows:
+                insert_rows(conn, group.table, rows)
+            written += len(rows)
+        return written
 
 
 def _chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:

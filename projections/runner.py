@@ -18,10 +18,12 @@ from what the database holds), so the database's work overlaps the handlers'.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +57,27 @@ class PositionMoved(Exception):
     """Raised when another runner moved a projection's position first: start again."""
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off meanwhile (if it was on). A catch-up allocates
+    a dict per row and keeps hundreds of thousands in its cache, none in a reference cycle,
+    so each full collection walks them all for nothing: a fifth of a large rebuild."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 class Runner:
-    """Keeps ``projections`` up to date with the ledger in ``store``."""
+    """Keeps ``projections`` up to date with the ledger in ``store``.
+
+    ``pause_gc`` turns Python's cyclic garbage collector off during each catch-up (see
+    :func:`_collector_paused`); pass ``False`` to leave it alone.
+    """
 
     def __init__(
         self,
@@ -68,6 +89,7 @@ class Runner:
         page_size: int = 5000,
         max_cached_groups: int = 200_000,
         progress: Progress | None = None,
+        pause_gc: bool = True,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -76,6 +98,7 @@ class Runner:
         self.page_size = page_size
         self.max_cached_groups = max_cached_groups
         self.progress = progress
+        self.pause_gc = pause_gc
         self._head = 0
         self._positions: dict[str, int] = {}
         self._worksets: dict[str, Workset] = {}
@@ -114,18 +137,21 @@ class Runner:
         """
         self._stop = stop or threading.Event()
         try:
-            while True:
-                try:
-                    if self._stop.is_set() or self._caught_up():
-                        self._drain()  # the last batch, written or refused
-                        return self._seen if not self._stop.is_set() else min(
-                            self._positions.values())
-                except PositionMoved:
-                    self.conflicts += 1
-                    log.info("another runner moved a position; resuming from %s",
-                             self._positions)
+            with _collector_paused() if self.pause_gc else nullcontext():
+                return self._catch_up()
         finally:
             self._stop_writer()
+
+    def _catch_up(self) -> int:
+        while True:
+            try:
+                if self._stop.is_set() or self._caught_up():
+                    self._drain()  # the last batch, written or refused
+                    return self._seen if not self._stop.is_set() else min(
+                        self._positions.values())
+            except PositionMoved:
+                self.conflicts += 1
+                log.info("another runner moved a position; resuming from %s", self._positions)
 
     def _caught_up(self) -> bool:
         """Apply what was recorded up to the ledger's head as it is now (pages of events,

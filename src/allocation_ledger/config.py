@@ -72,6 +72,8 @@ def parse_url(url: str | None = None) -> StoreConfig:
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": path,
             "SQLITE_LOCK_TIMEOUT": "30",
+            "APPLICATION_RECORDER_TOPIC":
+                "allocation_ledger.adapters.sqlite:QueuedSQLiteApplicationRecorder",
         })
     if scheme in ("postgresql", "postgres"):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}

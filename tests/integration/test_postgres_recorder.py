@@ -3,15 +3,18 @@ library's: same rows, same order, same refusals."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 from uuid import uuid4
 
+import psycopg
 import pytest
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
+from allocation_ledger.bench.scratch import conninfo
 from tests.projections.random_ledger import populate
 
 pytestmark = pytest.mark.postgres
@@ -65,3 +68,26 @@ def test_appends_and_refuses_like_the_library(ledger: Ledger) -> None:
                                 StoredEvent(stream, 3, "t:T", b"{}")])
     assert recorder.max_notification_id() == head + 3
     assert [e.originator_version for e in recorder.select_events(stream)] == [1, 2, 3]
+
+
+def test_an_append_waits_for_an_earlier_uncommitted_one(ledger: Ledger, pg_url: str) -> None:
+    """Notification ids commit in the order they are given: an append that would commit
+    while an earlier id is still uncommitted could let a projection reading up to it skip
+    the earlier one for good. The table lock makes it wait."""
+    recorder = _recorder(ledger)
+    table = f'"{recorder.datastore.schema}"."{recorder.events_table_name}"'
+    with psycopg.connect(conninfo(pg_url)) as other:
+        earlier = other.execute(  # another writer, mid-transaction, holds the next id
+            f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+            "VALUES (%s, 1, 't:T', '{}') RETURNING notification_id", (uuid4(),),
+        ).fetchone()
+        assert earlier is not None
+        appended: list[int] = []
+        writer = threading.Thread(target=lambda: appended.extend(
+            recorder.insert_events([StoredEvent(uuid4(), 1, "t:T", b"{}")]) or []))
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive() and appended == []  # waiting for the earlier one
+        other.commit()
+    writer.join(10)
+    assert appended and appended[0] > earlier[0]

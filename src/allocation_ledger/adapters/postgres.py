@@ -1,12 +1,18 @@
-"""The PostgreSQL append in one round trip, and reads of the ledger in binary.
+"""The PostgreSQL append in one statement, and reads of the ledger in binary.
 
 The library's recorder appends with three round trips (entering the transaction, after the
-insert, at commit) and encodes the events as an array of composite values row by row in
-Python. This subclass queues the very same statements (BEGIN, the lock timeout, the same
-``LOCK TABLE ... IN EXCLUSIVE MODE`` that keeps notification ids committed in order, the
-same ``NOTIFY`` the projections listen for, the insert, COMMIT) in one pipeline and syncs
-once, passing four plain arrays that psycopg encodes in C. The store's unique
-(stream, version) key refuses a conflicting append exactly as before.
+insert, at commit), six statements (BEGIN, the lock timeout, ``LOCK TABLE ... IN EXCLUSIVE
+MODE``, ``NOTIFY``, the insert, COMMIT) and the events encoded as an array of composite
+values row by row in Python. This subclass runs the very same statements inside one
+PL/pgSQL function of its own, ``<events table>_append``, called in one statement (so in one
+transaction, one round trip) with four plain arrays that psycopg encodes in C. The table
+lock is what keeps notification ids committed in the order they are assigned, so that a
+projection reading the ledger never skips an event committed late; it is held until the
+statement's transaction commits, as before. (The library's own database-function insert,
+``POSTGRES_ENABLE_DB_FUNCTIONS``, leaves the lock out, which is why the ledger stays off
+it.) The store's unique (stream, version) key refuses a conflicting append exactly as
+before. The function is created, or replaced, with the tables, under the advisory lock
+that serialises opening a store.
 
 Reading notifications (the projections' catch-up, the audit's replay) asks for the same rows
 as the library, in PostgreSQL's binary format as plain tuples: the library's text rows, as
@@ -18,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from eventsourcing.persistence import (
     InterfaceError,
     Notification,
@@ -32,20 +37,34 @@ from psycopg.sql import SQL, Composed, Identifier
 
 
 class OneTripApplicationRecorder(PostgresApplicationRecorder):
-    """A ``PostgresApplicationRecorder`` whose append is one round trip."""
+    """A ``PostgresApplicationRecorder`` whose append is one statement."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._insert_arrays = SQL(
-            "INSERT INTO {0}.{1} (originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[]) "
-            "RETURNING notification_id"
-        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
-        self._notify = SQL("NOTIFY {0}").format(Identifier(self.channel_name))
+        schema, table = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        function = Identifier(f"{self.events_table_name}_append")
+        self.sql_create_statements.append(SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            "ids uuid[], versions bigint[], topics text[], states bytea[]) "
+            "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ "
+            "BEGIN "
+            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+            "NOTIFY {channel}; "
+            "RETURN QUERY INSERT INTO {schema}.{table} "
+            "(originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(ids, versions, topics, states) RETURNING notification_id; "
+            "END $BODY$"
+        ).format(schema=schema, function=function, table=table,
+                 lock_timeout=self.datastore.lock_timeout,
+                 channel=Identifier(self.channel_name)))
+        self._append = SQL(
+            "SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])"
+        ).format(schema, function)
         self._select = SQL(
             "SELECT notification_id, originator_id, originator_version, topic, state "
             "FROM {0}.{1}"
-        ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        ).format(schema, table)
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
@@ -60,22 +79,11 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             [e.topic for e in stored_events],
             [e.state for e in stored_events],
         )
-        with self.datastore.get_connection() as conn:
-            insert = conn.cursor()
-            try:
-                with conn.pipeline(), conn.cursor() as curs:
-                    curs.execute("BEGIN")
-                    for statement in self.lock_table_statements:
-                        curs.execute(statement, prepare=True)
-                    curs.execute(self._notify)
-                    insert.execute(self._insert_arrays, params, prepare=True)
-                    curs.execute("COMMIT")
-            except psycopg.Error:
-                # the datastore turns psycopg's errors into the library's (IntegrityError...)
-                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    conn.execute("ROLLBACK")
-                raise
-            return [row["notification_id"] for row in insert.fetchall()]
+        # the datastore turns psycopg's errors into the library's (IntegrityError...)
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as c:
+            assert conn.autocommit  # one statement, one transaction
+            c.execute(self._append, params, prepare=True)
+            return [row[0] for row in c.fetchall()]
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_notifications(

@@ -39,6 +39,24 @@ def test_snapshots_taken_by_the_store_agree_with_the_replay(ledger: Ledger) -> N
     assert audit(ledger.store).findings == []
 
 
+def test_a_snapshot_version_crossed_mid_append_is_taken_at_that_version(
+        ledger: Ledger) -> None:
+    """Three events in one append, the interval falling on the first: that snapshot is
+    read back from the store at its version, not taken from the aggregate two events on."""
+    host = _provider_at_version(ledger, SNAPSHOT_INTERVAL - 1)
+    provider = tampering.provider(ledger, host)
+    for total in (20, 21, 22):
+        provider.trigger_event(Provider.InventoriesSet, request=tampering.edit(),
+                               inventories={"VCPU": {**provider.inventories["VCPU"],
+                                                     "total": total}})
+    ledger.store.save(provider)
+    assert ledger.store.snapshots is not None
+    [taken] = ledger.store.snapshots.get(provider_stream_id(host))
+    assert taken.originator_version == SNAPSHOT_INTERVAL
+    assert taken.state["inventories"]["VCPU"]["total"] == 20
+    assert audit(ledger.store).findings == []
+
+
 def test_a_snapshot_that_differs_from_its_events_is_reported(ledger: Ledger) -> None:
     host = _provider_at_version(ledger, SNAPSHOT_INTERVAL - 1)
     provider = tampering.provider(ledger, host)

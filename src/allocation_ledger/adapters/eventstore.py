@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import Recording, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import Environment, EnvType
 from psycopg.sql import SQL, Identifier
@@ -60,6 +60,46 @@ class EventStore(Application[UUID]):
         if self.snapshotting_intervals:
             settings["IS_SNAPSHOTTING_ENABLED"] = "y"
         return Environment(name, settings)
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Append the pending events of these aggregates in one transaction.
+
+        The library's ``save`` less its two runtime Protocol checks per object (each walks
+        the class hierarchy on Python 3.11: a tenth of a batch of a thousand claims); only
+        aggregates are saved here.
+        """
+        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        for obj in objs:
+            if obj is None:
+                continue
+            if not isinstance(obj, Aggregate):
+                raise TypeError(f"only aggregates are saved, not {obj!r}")
+            processing.events.extend(obj.collect_events())
+            processing.aggregates[obj.id] = obj
+        processing.saved_kwargs.update(kwargs)
+        recordings = self._record(processing)
+        self._take_snapshots(processing)
+        self._notify(recordings)
+        return recordings
+
+    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """Snapshot every aggregate whose new version is a multiple of its interval: from
+        the aggregate just saved when it is at that version (the library reads it back from
+        the store), else as the library does."""
+        assert self.snapshots is not None
+        for event in processing_event.events:
+            aggregate = processing_event.aggregates.get(event.originator_id)
+            if not isinstance(aggregate, Aggregate):
+                continue
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if interval is None or event.originator_version % interval:
+                continue
+            if aggregate.version == event.originator_version:
+                snapshot = type(aggregate).Snapshot.take(aggregate)
+                self.snapshots.put([snapshot])
+            else:
+                self.take_snapshot(event.originator_id, event.originator_version,
+                                   projector_func=project)
 
     def get(
         self, stream_id: UUID | str, *, short: bool = False, cached: bool = False

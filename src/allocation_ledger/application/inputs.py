@@ -7,6 +7,7 @@ Ids are UUIDs (returned in canonical lower-case form), resource classes are stan
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 from uuid import UUID, uuid4
@@ -24,10 +25,14 @@ from pydantic import (
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.values import MAX_INT, RequestMeta, is_valid_resource_class
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
 
 def _uuid(value: object) -> str:
     if isinstance(value, UUID):
         return str(value)
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        return value  # already what str(UUID(value)) gives
     if not isinstance(value, str):
         raise ValueError(f"expected a UUID, got {value!r}")
     try:

@@ -7,17 +7,20 @@ can never collide with a provider that happens to share its UUID.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from uuid import UUID, uuid5
 
 PROVIDER_NAMESPACE = UUID("3f1d6f6e-0b8a-4c55-9c1e-5a0d2b9b7a01")
 CONSUMER_NAMESPACE = UUID("8a4e2c51-77d3-4f0e-b0f4-2c6b9d1e4a02")
 
 
+@lru_cache(maxsize=1 << 14)
 def provider_stream_id(provider_uuid: str) -> UUID:
     """The stream id of the provider called ``provider_uuid``."""
     return uuid5(PROVIDER_NAMESPACE, provider_uuid)
 
 
+@lru_cache(maxsize=1 << 15)  # a command asks several times; uuid5 is a SHA-1
 def consumer_stream_id(consumer_uuid: str) -> UUID:
     """The stream id of the consumer called ``consumer_uuid``."""
     return uuid5(CONSUMER_NAMESPACE, consumer_uuid)

@@ -91,3 +91,43 @@ def test_an_append_waits_for_an_earlier_uncommitted_one(ledger: Ledger, pg_url: 
         other.commit()
     writer.join(10)
     assert appended and appended[0] > earlier[0]
+
+
+JSON_STATES = [
+    b'{"a":1}',
+    b'{ "spaced" : [1, 2.50, {"x": null}] ,"t":true }',
+    b'{"escapes":"quote \\" backslash \\\\ newline \\n tab \\t e \\u00e9 nul \\u0000"}',
+    b'{"deep":{"k":[[],{},[{"v":"}"}]]},"n":-0.0,"big":123456789012345678901234567890}',
+]
+
+
+@pytest.mark.parametrize("states, as_json", [
+    pytest.param(JSON_STATES, True, id="JSON states, as one JSON array"),
+    pytest.param([*JSON_STATES, '{"name":"caf\u00e9 \u20ac"}'.encode()], True,
+                 id="a state not ASCII: bytea array"),
+    pytest.param([bytes(range(256)), b"\x00\xff{"], False, id="states not JSON: bytea array"),
+])
+def test_states_are_stored_byte_for_byte(ledger: Ledger, states: list[bytes],
+                                         as_json: bool) -> None:
+    recorder = _recorder(ledger)
+    assert recorder.states_are_json  # the ledger's mapper writes plain JSON
+    recorder.states_are_json = as_json
+    stream = uuid4()
+    ids = recorder.insert_events([StoredEvent(stream, v, "t:T", state)
+                                  for v, state in enumerate(states, start=1)])
+    assert list(ids or []) == sorted(ids or []) and len(ids or []) == len(states)
+    stored = recorder.select_events(stream)
+    assert [(e.originator_version, e.state) for e in stored] == list(
+        enumerate(states, start=1))
+    by_id = {n.id: n for n in recorder.select_notifications(min(ids or [0]), len(states))}
+    assert [by_id[i].state for i in ids or []] == states  # each id got its own event
+
+
+def test_a_large_append_keeps_its_order(ledger: Ledger) -> None:
+    recorder = _recorder(ledger)
+    events = [StoredEvent(uuid4(), 1, f"t:T{i % 7}", b'{"i":%d}' % i) for i in range(3000)]
+    ids = list(recorder.insert_events(events) or [])
+    assert ids == list(range(ids[0], ids[0] + 3000))
+    found = recorder.select_notifications(ids[0], 3000)
+    assert [(n.originator_id, n.topic, n.state) for n in found] == [
+        (e.originator_id, e.topic, e.state) for e in events]

@@ -15,11 +15,12 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import Recording, StoredEvent
+from eventsourcing.persistence import JSONTranscoder, Recording, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import Environment, EnvType
 from psycopg.sql import SQL, Identifier
 
+from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 
@@ -52,6 +53,10 @@ class EventStore(Application[UUID]):
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
         super().__init__(env=dict(env))
+        if isinstance(self.recorder, OneTripApplicationRecorder):
+            self.recorder.states_are_json = (
+                self.mapper.cipher is None and self.mapper.compressor is None
+                and isinstance(self.mapper.transcoder, JSONTranscoder))
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
+from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
@@ -76,28 +77,33 @@ class Session:
         """The consumer, or ``None`` if its stream does not exist."""
         if consumer_uuid not in self._consumers:
             if self._assumes_absent(consumer_uuid):
-                self._consumers[consumer_uuid] = None
-                self._loaded[consumer_uuid] = (None, None)
-                return None
-            found = self._store.get(consumer_stream_id(consumer_uuid), short=True)
-            consumer = found if isinstance(found, Consumer) else None
-            self._consumers[consumer_uuid] = consumer
-            self._loaded[consumer_uuid] = (
-                (consumer.version, consumer.generation) if consumer is not None else (None, None)
-            )
+                self._read(consumer_uuid, None)
+            else:
+                self._read(consumer_uuid,
+                           self._store.get(consumer_stream_id(consumer_uuid), short=True))
         return self._consumers[consumer_uuid]
 
     def prefetch_consumers(self, consumer_uuids: list[str]) -> None:
         """Load many consumers at once (one query for those not cached)."""
-        wanted = {consumer_stream_id(u): u for u in consumer_uuids
-                  if u not in self._consumers and not self._assumes_absent(u)}
+        wanted: dict[UUID, str] = {}
+        for uuid in consumer_uuids:
+            if uuid in self._consumers:
+                continue
+            if self._assumes_absent(uuid):
+                self._read(uuid, None)
+            else:
+                wanted[consumer_stream_id(uuid)] = uuid
         for stream, found in self._store.get_short_many(wanted).items():
-            consumer = found if isinstance(found, Consumer) else None
-            uuid = wanted[stream]
-            self._consumers[uuid] = consumer
-            self._loaded[uuid] = (
-                (consumer.version, consumer.generation) if consumer is not None else (None, None)
-            )
+            self._read(wanted[stream], found)
+
+    def _read(self, consumer_uuid: str, found: object) -> None:
+        """Remember a consumer as read (``found``: its aggregate, or anything else when its
+        stream does not exist) and its version and generation at the time."""
+        consumer = found if isinstance(found, Consumer) else None
+        self._consumers[consumer_uuid] = consumer
+        self._loaded[consumer_uuid] = (
+            (consumer.version, consumer.generation) if consumer is not None else (None, None)
+        )
 
     def migration(self, migration_uuid: str) -> Migration:
         """The migration; :class:`MigrationNotFound` if the consumer is not one."""

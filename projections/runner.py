@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,10 @@ from projections.store import relax_durability
 from projections.workset import Changes, Workset
 
 log = logging.getLogger(__name__)
+
+#: A catch-up this many events behind pauses the cyclic garbage collector (see
+#: :func:`_collector_paused`); a follower's small ones leave it alone.
+PAUSE_GC_FROM = 10_000
 
 Progress = Callable[[int, int], None]  # (position committed, ledger head), after each commit
 
@@ -75,8 +79,9 @@ def _collector_paused() -> Iterator[None]:
 class Runner:
     """Keeps ``projections`` up to date with the ledger in ``store``.
 
-    ``pause_gc`` turns Python's cyclic garbage collector off during each catch-up (see
-    :func:`_collector_paused`); pass ``False`` to leave it alone.
+    ``pause_gc`` turns Python's cyclic garbage collector off while it catches up on
+    ``PAUSE_GC_FROM`` events or more (see :func:`_collector_paused`); pass ``False`` to
+    leave it alone.
     """
 
     def __init__(
@@ -121,7 +126,8 @@ class Runner:
 
     @property
     def positions(self) -> dict[str, int]:
-        """Each projection's committed position."""
+        """Each projection's position: committed, once a run (``catch_up``, ``follow``) has
+        returned; during one it may include a batch still being written."""
         return dict(self._positions)
 
     def head(self) -> int:
@@ -137,8 +143,10 @@ class Runner:
         """
         self._stop = stop or threading.Event()
         try:
-            with _collector_paused() if self.pause_gc else nullcontext():
-                return self._catch_up()
+            return self._catch_up()
+        except BaseException:
+            self._stop_writer(quiet=True)  # the error that ended the run is the one to see
+            raise
         finally:
             self._stop_writer()
 
@@ -161,10 +169,12 @@ class Runner:
             if self._pending:  # what a subscription delivered ends at the head
                 self._commit()
             return True
-        for page in reading.pages(self.store, self._seen, head, self.page_size):
-            if self._stop.is_set():
-                break
-            self._process(page, at_head=page[-1][0] == head)
+        large = self.pause_gc and head - self._seen >= PAUSE_GC_FROM
+        with _collector_paused() if large else nullcontext():
+            for page in reading.pages(self.store, self._seen, head, self.page_size):
+                if self._stop.is_set():
+                    break
+                self._process(page, at_head=page[-1][0] == head)
         return False
 
     def follow(self, stop: threading.Event, poll_interval: float = 1.0) -> None:
@@ -176,8 +186,15 @@ class Runner:
         """
         try:
             self._follow_until(stop, poll_interval)
-        finally:
+        except BaseException:
+            self._stop_writer(quiet=True)
+            raise
+        try:
             self._stop_writer()
+        except (SQLAlchemyError, PersistenceError, OSError, PositionMoved) as err:
+            # stopped while the last batch was written, and it failed: the tables hold the
+            # batches before it, and the next run resumes from there
+            log.warning("projection runner: the last batch was not written (%s)", err)
 
     def _follow_until(self, stop: threading.Event, poll_interval: float) -> None:
         failed = False
@@ -312,9 +329,13 @@ class Runner:
         if self.progress:
             self.progress(batch.position, batch.head)
 
-    def _stop_writer(self) -> None:
-        """Wait for the batch in flight and end the writer's thread."""
+    def _stop_writer(self, *, quiet: bool = False) -> None:
+        """Wait for the batch in flight and end the writer's thread (``quiet``: a failed
+        batch only makes the runner reload; another error is on its way already)."""
         try:
+            if quiet:
+                with suppress(Exception):
+                    self._drain()
             self._drain()
         finally:
             if self._writer is not None:

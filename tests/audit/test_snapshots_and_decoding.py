@@ -98,8 +98,15 @@ def _nested_stamp(state: dict[str, Any]) -> None:
     state["timestamp"] = state["request"]["at"]["_data_"]
 
 
+def _unknown_stamp(state: dict[str, Any]) -> None:
+    state["timestamp"]["_type_"] = "no_such_type"
+
+
 @pytest.mark.parametrize("edit", [
     pytest.param(lambda state: state.update(name=2**70), id="integer beyond 64 bits"),
+    pytest.param(lambda state: state.update(name=-(2**63) - 1), id="integer below -2**63"),
+    pytest.param(lambda state: state.update(name=-(2**70)), id="integer far below"),
+    pytest.param(lambda state: state.update(name=2**64 - 1), id="largest unsigned 64 bits"),
     pytest.param(_nested_stamp, id="the typed value nested"),
 ])
 def test_records_the_fast_path_cannot_read_go_through_the_mapper(
@@ -108,3 +115,12 @@ def test_records_the_fast_path_cannot_read_go_through_the_mapper(
     fast = Decoder(ledger.store.mapper)(record)
     slow = ledger.store.mapper.to_domain_event(record)
     assert (type(fast), vars(fast)) == (type(slow), vars(slow))
+    assert [type(v) for v in vars(fast).values()] == [type(v) for v in vars(slow).values()]
+
+
+def test_an_unknown_typed_timestamp_fails_as_the_mapper_fails(ledger: Ledger) -> None:
+    record = _a_record(ledger, _unknown_stamp)
+    with pytest.raises(Exception) as slow:
+        ledger.store.mapper.to_domain_event(record)
+    with pytest.raises(type(slow.value)):
+        Decoder(ledger.store.mapper)(record)

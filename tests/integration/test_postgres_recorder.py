@@ -4,12 +4,13 @@ library's: same rows, same order, same refusals."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 from uuid import uuid4
 
 import psycopg
 import pytest
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 
 from allocation_ledger import Ledger, open_ledger
@@ -131,3 +132,30 @@ def test_a_large_append_keeps_its_order(ledger: Ledger) -> None:
     found = recorder.select_notifications(ids[0], 3000)
     assert [(n.originator_id, n.topic, n.state) for n in found] == [
         (e.originator_id, e.topic, e.state) for e in events]
+
+
+def test_each_store_keeps_its_own_lock_timeout(pg_url: str) -> None:
+    """The append function is shared by every process that opens the store: each passes
+    its own lock timeout (a later opener with another one changes nothing for the first)."""
+    with open_ledger(pg_url + "&lock_timeout=1") as impatient, \
+            open_ledger(pg_url + "&lock_timeout=30"):  # opened later: the function replaced
+        recorder = _recorder(impatient)
+        table = f'"{recorder.datastore.schema}"."{recorder.events_table_name}"'
+        append_once = OneTripApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
+        with psycopg.connect(conninfo(pg_url)) as other:
+            other.execute(f"LOCK TABLE {table} IN ROW SHARE MODE")  # blocks the EXCLUSIVE lock
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="lock timeout"):
+                append_once(recorder, [StoredEvent(uuid4(), 1, "t:T", b"{}")])
+            waited = time.monotonic() - started
+    assert 0.9 < waited < 10
+
+
+def test_an_append_with_states_not_matching_its_events_is_refused_whole(ledger: Ledger) -> None:
+    recorder = _recorder(ledger)
+    head = recorder.max_notification_id()
+    three_events = ([uuid4(), uuid4(), uuid4()], [1, 1, 1], ["t:T"] * 3)
+    with recorder.datastore.get_connection() as conn, \
+            pytest.raises(psycopg.Error, match="2 states for 3 events"):
+        conn.execute(recorder._append_json, (*three_events, '[{"a":1},{"b":2}]', "5s"))
+    assert recorder.max_notification_id() == head

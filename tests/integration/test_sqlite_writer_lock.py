@@ -5,10 +5,15 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from pathlib import Path
 
-from allocation_ledger import open_ledger
+import pytest
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.adapters.sqlite import LOCK_SUFFIX, QueuedSQLiteApplicationRecorder
+from allocation_ledger.config import parse_url
 from tests.builders import a_host, an_instance
 
 
@@ -35,3 +40,26 @@ def test_an_append_waits_while_another_writer_holds_the_lock(tmp_path: Path) -> 
         assert claimed.is_set()
         assert ledger.provider(host).usages["VCPU"] == 1
 
+
+
+def test_a_hung_holder_delays_an_append_by_the_lock_timeout_only(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(EventStore({**parse_url(url).env, "SQLITE_LOCK_TIMEOUT": "1"}))
+    try:
+        host = a_host(ledger, vcpu=8)
+        recorder = ledger.store.recorder
+        assert isinstance(recorder, QueuedSQLiteApplicationRecorder)
+        assert recorder.lock_path is not None
+        fd = os.open(recorder.lock_path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held by a writer that never lets go
+        try:
+            started = time.monotonic()
+            an_instance(ledger, {host: {"VCPU": 1}})
+            waited = time.monotonic() - started
+        finally:
+            os.close(fd)
+    finally:
+        ledger.close()
+    assert 0.9 < waited < 5
+    assert "appending without it" in caplog.text

@@ -7,13 +7,14 @@ plain JSON by design (``domain.values``). So when a record has exactly one typed
 it is the ``timestamp``, plain JSON parsing (``orjson``, three times faster than the
 standard library's parser) and decoding that one value gives the same event several times
 faster. Any other record (a typed value elsewhere, a cipher, compression, an upcast class,
-an integer beyond 64 bits that ``orjson`` refuses) goes through the mapper itself.
-``tests/audit`` checks both give equal events. Used by the audit replay and the
-projections catch-up.
+a number of 19 digits or more, which ``orjson`` may read otherwise) goes through the
+mapper itself. ``tests/audit`` checks both give equal events. Used by the audit replay and
+the projections catch-up.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from uuid import UUID
 
@@ -22,6 +23,9 @@ from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Tran
 from eventsourcing.utils import resolve_topic
 
 TYPED = b'"_type_"'
+#: 19 digits or more: an integer orjson may not read as Python does (below -2**63 it gives a
+#: float; beyond 2**64 it refuses), or a long float; such records take the mapper's path
+_LONG_NUMBER = re.compile(rb"\d{19}")
 
 
 class Decoder:
@@ -46,6 +50,8 @@ class Decoder:
             if getattr(cls, "class_version", 1) != 1:
                 return self._mapper.to_domain_event(notification)  # needs upcasting
             self._classes[notification.topic] = cls
+        if _LONG_NUMBER.search(notification.state):
+            return self._mapper.to_domain_event(notification)  # orjson may read a float
         try:
             state = orjson.loads(notification.state)
         except orjson.JSONDecodeError:
@@ -53,9 +59,12 @@ class Decoder:
         if type(state) is not dict or "class_version" in state:
             return self._mapper.to_domain_event(notification)
         stamp = state.get("timestamp")
-        if type(stamp) is not dict or "_type_" not in stamp:  # the typed value is elsewhere
+        if type(stamp) is not dict or "_data_" not in stamp:  # the typed value is elsewhere
             return self._mapper.to_domain_event(notification)
-        state["timestamp"] = self._names[stamp["_type_"]].decode(stamp["_data_"])
+        transcoding = self._names.get(str(stamp.get("_type_")))
+        if transcoding is None:  # a type this store does not know: let the mapper say so
+            return self._mapper.to_domain_event(notification)
+        state["timestamp"] = transcoding.decode(stamp["_data_"])
         originator = notification.originator_id
         state["originator_id"] = originator if isinstance(originator, UUID) else UUID(
             str(originator))

@@ -47,30 +47,39 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         function = Identifier(f"{self.events_table_name}_append")
         body = SQL(
             "BEGIN "
-            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "PERFORM set_config('lock_timeout', lock_timeout, true); "
             "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
             "NOTIFY {channel}; "
+            "{check}"
             "RETURN QUERY INSERT INTO {schema}.{table} "
             "(originator_id, originator_version, topic, state) {rows} "
             "RETURNING notification_id; "
             "END"
         )
-        for states, rows in (
-            ("bytea[]", "SELECT * FROM unnest(ids, versions, topics, states)"),
-            ("json", "SELECT i.id, i.version, i.topic, convert_to(s.state::text, 'UTF8') "
-                     "FROM unnest(ids, versions, topics) WITH ORDINALITY "
-                     "AS i(id, version, topic, n) "
-                     "JOIN json_array_elements(states) WITH ORDINALITY AS s(state, n) "
-                     "USING (n) ORDER BY n"),
+        for states, check, rows in (
+            ("bytea[]", "", "SELECT * FROM unnest(ids, versions, topics, states)"),
+            ("json",
+             "IF json_array_length(states) <> cardinality(ids) THEN "
+             "RAISE EXCEPTION 'append: % states for % events', "
+             "json_array_length(states), cardinality(ids); END IF; ",
+             "SELECT i.id, i.version, i.topic, convert_to(s.state::text, 'UTF8') "
+             "FROM unnest(ids, versions, topics) WITH ORDINALITY "
+             "AS i(id, version, topic, n) "
+             "JOIN json_array_elements(states) WITH ORDINALITY AS s(state, n) "
+             "USING (n) ORDER BY n"),
         ):
             self.sql_create_statements.append(SQL(
                 "CREATE OR REPLACE FUNCTION {schema}.{function}("
-                "ids uuid[], versions bigint[], topics text[], states {states}) "
+                "ids uuid[], versions bigint[], topics text[], states {states}, "
+                "lock_timeout text) "
                 "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ {body} $BODY$"
             ).format(schema=schema, function=function, states=SQL(states), body=body.format(
-                schema=schema, table=table, lock_timeout=self.datastore.lock_timeout,
-                channel=Identifier(self.channel_name), rows=SQL(rows))))
-        call = "SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2})"
+                schema=schema, table=table, channel=Identifier(self.channel_name),
+                check=SQL(check), rows=SQL(rows))))
+        # this store's own lock timeout, passed on every call (the function is shared by
+        # every process that opens the store)
+        self._lock_timeout = f"{self.datastore.lock_timeout}s"
+        call = "SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2}, %s)"
         self._append = SQL(call).format(schema, function, SQL("bytea[]"))
         self._append_json = SQL(call).format(schema, function, SQL("json"))
         #: the store's states are JSON (no cipher, no compression: set by the event store)
@@ -99,6 +108,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             [e.originator_version for e in stored_events],
             [e.topic for e in stored_events],
             passed,
+            self._lock_timeout,
         )
         # the datastore turns psycopg's errors into the library's (IntegrityError...)
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as c:

@@ -202,14 +202,16 @@ class Session:
         return count
 
     def _explain_clash(self, err: IntegrityError) -> None:
-        if self._assumed_absent:  # perhaps a consumer taken as new exists: read it, decide again
-            raise Retry from err
         for uuid, (version, generation) in self._loaded.items():
+            if uuid in self._assumed_absent:
+                continue
             if self._store.stream_version(consumer_stream_id(uuid)) != version:
                 current = Session(self._store).consumer(uuid)
                 raise ConsumerGenerationConflict(
                     uuid, generation, current.generation if current is not None else None
                 ) from err
+        if self._assumed_absent:  # perhaps a consumer taken as new exists: read it, decide again
+            raise Retry from err
         for uuid, expected in self._expected_providers.items():
             actual = self._store.stream_version(provider_stream_id(uuid)) or 0
             if actual != expected:

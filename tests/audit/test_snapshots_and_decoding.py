@@ -107,6 +107,7 @@ def _unknown_stamp(state: dict[str, Any]) -> None:
     pytest.param(lambda state: state.update(name=-(2**63) - 1), id="integer below -2**63"),
     pytest.param(lambda state: state.update(name=-(2**70)), id="integer far below"),
     pytest.param(lambda state: state.update(name=2**64 - 1), id="largest unsigned 64 bits"),
+    pytest.param(lambda state: state.update(name=2**64), id="2**64"),
     pytest.param(_nested_stamp, id="the typed value nested"),
 ])
 def test_records_the_fast_path_cannot_read_go_through_the_mapper(

@@ -7,14 +7,13 @@ plain JSON by design (``domain.values``). So when a record has exactly one typed
 it is the ``timestamp``, plain JSON parsing (``orjson``, three times faster than the
 standard library's parser) and decoding that one value gives the same event several times
 faster. Any other record (a typed value elsewhere, a cipher, compression, an upcast class,
-a number of 19 digits or more, which ``orjson`` may read otherwise) goes through the
+an integer past 64 bits, which ``orjson`` reads as a float) goes through the
 mapper itself. ``tests/audit`` checks both give equal events. Used by the audit replay and
 the projections catch-up.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from uuid import UUID
 
@@ -23,9 +22,17 @@ from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Tran
 from eventsourcing.utils import resolve_topic
 
 TYPED = b'"_type_"'
-#: 19 digits or more: an integer orjson may not read as Python does (below -2**63 it gives a
-#: float; beyond 2**64 it refuses), or a long float; such records take the mapper's path
-_LONG_NUMBER = re.compile(rb"\d{19}")
+#: Numbers orjson does not read as Python does: an integer below -2**63 or from 2**64 on
+#: comes back a float. Records holding a run of 20 digits, or a "-" and 19, take the
+#: mapper's path; the digits are found by turning each into "0" (bytes.translate) and
+#: searching for the runs (0.4 us on a 375-byte record; a regular expression took 9 us).
+_ZEROED_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
+_LONG_RUNS = (b"0" * 20, b"-" + b"0" * 19)
+
+
+def _long_number(state: bytes) -> bool:
+    zeroed = state.translate(_ZEROED_DIGITS)
+    return any(run in zeroed for run in _LONG_RUNS)
 
 
 class Decoder:
@@ -50,7 +57,7 @@ class Decoder:
             if getattr(cls, "class_version", 1) != 1:
                 return self._mapper.to_domain_event(notification)  # needs upcasting
             self._classes[notification.topic] = cls
-        if _LONG_NUMBER.search(notification.state):
+        if _long_number(notification.state):
             return self._mapper.to_domain_event(notification)  # orjson may read a float
         try:
             state = orjson.loads(notification.state)

@@ -143,12 +143,12 @@ class Runner:
         """
         self._stop = stop or threading.Event()
         try:
-            return self._catch_up()
+            reached = self._catch_up()
         except BaseException:
             self._stop_writer(quiet=True)  # the error that ended the run is the one to see
             raise
-        finally:
-            self._stop_writer()
+        self._stop_writer()
+        return reached
 
     def _catch_up(self) -> int:
         while True:
@@ -290,18 +290,13 @@ class Runner:
         for name in moved:
             self._positions[name] = self._seen
         self._pending = 0
-        if self._overlap:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="projection-writer")
-            self._writing = (batch, self._writer.submit(self._write, batch))
-        else:  # written here and now
-            written: Future[int] = Future()
-            try:
-                written.set_result(self._write(batch))
-            except BaseException as err:
-                written.set_exception(err)
-            self._writing = (batch, written)
-        if wait or not self._overlap:
+        if not self._overlap:  # written here and now
+            self._written(batch, lambda: self._write(batch))
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="projection-writer")
+        self._writing = (batch, self._writer.submit(self._write, batch))
+        if wait:
             self._drain()
 
     def _write(self, batch: Batch) -> int:
@@ -321,10 +316,15 @@ class Runner:
             return
         batch, future = self._writing
         self._writing = None
+        self._written(batch, future.result)
+
+    def _written(self, batch: Batch, rows: Callable[[], int]) -> None:
+        """Count the rows of a batch written (``rows`` raises if writing it failed: then
+        start again from what the database holds) and report progress."""
         try:
-            self.rows_written += future.result()
+            self.rows_written += rows()
         except BaseException:
-            self._load()  # the database holds the truth: start again from it
+            self._load()
             raise
         if self.progress:
             self.progress(batch.position, batch.head)
@@ -333,10 +333,8 @@ class Runner:
         """Wait for the batch in flight and end the writer's thread (``quiet``: a failed
         batch only makes the runner reload; another error is on its way already)."""
         try:
-            if quiet:
-                with suppress(Exception):
-                    self._drain()
-            self._drain()
+            with suppress(Exception) if quiet else nullcontext():
+                self._drain()
         finally:
             if self._writer is not None:
                 self._writer.shutdown()

@@ -35,16 +35,21 @@ def _long_number(state: bytes) -> bool:
     return any(run in zeroed for run in _LONG_RUNS)
 
 
+def plain_json(mapper: Mapper[UUID]) -> bool:
+    """True when the mapper stores events as plain JSON text (the JSON transcoder, no
+    cipher, no compression)."""
+    return (isinstance(mapper.transcoder, JSONTranscoder) and mapper.cipher is None
+            and mapper.compressor is None)
+
+
 class Decoder:
     """Turns a store's notifications into domain events (``Mapper.to_domain_event``)."""
 
     def __init__(self, mapper: Mapper[UUID]) -> None:
         self._mapper = mapper
-        transcoder = mapper.transcoder
-        self._names: dict[str, Transcoding] = {}
-        if isinstance(transcoder, JSONTranscoder):
-            self._names = transcoder.names
-        self._plain = bool(self._names) and mapper.cipher is None and mapper.compressor is None
+        self._plain = plain_json(mapper)
+        self._names: dict[str, Transcoding] = (
+            mapper.transcoder.names if isinstance(mapper.transcoder, JSONTranscoder) else {})
         self._classes: dict[str, type] = {}
 
     def __call__(self, notification: Notification) -> Any:

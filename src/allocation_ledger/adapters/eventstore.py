@@ -15,11 +15,10 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import JSONTranscoder, Recording, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.persistence import Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType
-from psycopg.sql import SQL, Identifier
 
+from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
@@ -54,9 +53,7 @@ class EventStore(Application[UUID]):
         self._read_locks = [threading.Lock() for _ in range(64)]
         super().__init__(env=dict(env))
         if isinstance(self.recorder, OneTripApplicationRecorder):
-            self.recorder.states_are_json = (
-                self.mapper.cipher is None and self.mapper.compressor is None
-                and isinstance(self.mapper.transcoder, JSONTranscoder))
+            self.recorder.states_are_json = plain_json(self.mapper)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's
@@ -127,16 +124,13 @@ class EventStore(Application[UUID]):
                     pass
                 else:
                     return hit
-            if short and cache is not None:
-                try:
-                    cache.get(stream)
-                except KeyError:
-                    found: Aggregate | None = project(None, self.events.get(stream))
-                    if found is None:
-                        return None
-                    cache.put(stream, found)
-                    fresh: Aggregate = copy.deepcopy(found)  # the cached one stays pristine
-                    return fresh
+            if short and cache is not None and not self.is_cached(stream):
+                found: Aggregate | None = project(None, self.events.get(stream))
+                if found is None:
+                    return None
+                cache.put(stream, found)
+                fresh: Aggregate = copy.deepcopy(found)  # the cached one stays pristine
+                return fresh
             try:
                 aggregate: Aggregate = self.repository.get(stream, projector_func=project)
             except AggregateNotFoundError:
@@ -151,14 +145,10 @@ class EventStore(Application[UUID]):
         found: dict[UUID, Aggregate | None] = {}
         uncached: list[UUID] = []
         for stream in wanted:
-            try:
-                if cache is None:
-                    raise KeyError(stream)
-                cache.get(stream)
-            except KeyError:
-                uncached.append(stream)
-            else:
+            if self.is_cached(stream):
                 found[stream] = self.get(stream, short=True)
+            else:
+                uncached.append(stream)
         for stream, stored in self._select_streams(uncached).items():
             aggregate: Aggregate | None = project(
                 None, (self.mapper.to_domain_event(e) for e in stored)
@@ -171,27 +161,11 @@ class EventStore(Application[UUID]):
         return found
 
     def _select_streams(self, streams: list[UUID]) -> dict[UUID, list[StoredEvent]]:
-        rows: dict[UUID, list[StoredEvent]] = {s: [] for s in streams}
-        if not streams:
-            return rows
         recorder = self.recorder
-        if isinstance(recorder, PostgresApplicationRecorder):
-            query = SQL(
-                "SELECT originator_id, originator_version, topic, state FROM {0}.{1} "
-                "WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, "
-                "originator_version"
-            ).format(Identifier(recorder.datastore.schema),
-                     Identifier(recorder.events_table_name))
-            with recorder.datastore.get_connection() as conn, conn.cursor() as curs:
-                curs.execute(query, (streams,), prepare=True)
-                for r in curs.fetchall():
-                    rows[r["originator_id"]].append(StoredEvent(
-                        r["originator_id"], r["originator_version"], r["topic"],
-                        bytes(r["state"])))
-            return rows
-        for stream in streams:  # SQLite and memory: no network round trips to save
-            rows[stream] = list(recorder.select_events(stream))
-        return rows
+        if isinstance(recorder, OneTripApplicationRecorder):
+            return recorder.select_streams(streams)
+        # SQLite and memory: no network round trips to save
+        return {stream: list(recorder.select_events(stream)) for stream in streams}
 
     def remember(self, aggregates: Iterable[Aggregate]) -> None:
         """Cache these just-saved aggregates, so the next write starts from them."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, cast
+from uuid import UUID
 
 from eventsourcing.persistence import (
     InterfaceError,
@@ -88,6 +89,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             "SELECT notification_id, originator_id, originator_version, topic, state "
             "FROM {0}.{1}"
         ).format(schema, table)
+        self._select_streams = self._select + SQL(
+            " WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, originator_version")
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
@@ -150,6 +153,20 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         ) as curs:
             curs.execute(statement, params, prepare=True)
             return [_notification(row) for row in curs.fetchall()]
+
+
+    def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
+        """Every event of these streams, by stream and in order, in one query (binary)."""
+        found: dict[UUID, list[StoredEvent]] = {stream: [] for stream in streams}
+        if not streams:
+            return found
+        with self.datastore.get_connection() as conn, conn.cursor(
+            binary=True, row_factory=tuple_row
+        ) as curs:
+            curs.execute(self._select_streams, (list(streams),), prepare=True)
+            for _, stream, version, topic, state in curs.fetchall():
+                found[stream].append(StoredEvent(stream, version, topic, state))
+        return found
 
 
 def _notification(row: tuple[int, Any, int, str, bytes]) -> Notification:

@@ -164,10 +164,12 @@ class Session:
         return bool(self._assumed_absent)
 
     def stale_reads(self, *, unwritten_only: bool) -> bool:
-        """True when a provider taken from the cache was older than the store's.
+        """True when a provider taken from the cache was older than the store's, or a
+        consumer taken as new exists.
 
-        A provider the command appends to needs no check (``unwritten_only``): the store
-        refuses that append if the copy was stale. One it only read must be checked.
+        One the command appends to needs no check (``unwritten_only``): the store refuses
+        that append if the copy was stale or the stream exists. One it only read must be
+        checked.
         """
         for uuid in self._cached_reads:
             provider = self._providers.get(uuid)

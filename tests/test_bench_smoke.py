@@ -48,6 +48,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
             assert_figure(by_writers["claims"])
+            assert_figure(by_writers["shared"])
         assert set(result["moves"]) == {"confirm", "revert"}
         for move in result["moves"].values():
             assert_figure(move)
@@ -56,6 +57,9 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert result["batches"]["10"]["items_per_op"] == 10
         for batch in result["batches"].values():
             assert_figure(batch)
+            assert batch["copy"]["rate"] > 0
+            assert batch["vs_copy"] == pytest.approx(batch["rate"] / batch["copy"]["rate"],
+                                                     rel=0.01)
         history = result["history"]
         assert history["events"]["grown"] >= 1200 > history["events"]["before"] >= 200
         for side in ("before", "after", "twin"):

@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds per figure (default 5, quick 1)")
     parser.add_argument("--writers", type=_numbers, default=None,
-                        help="writer process counts (default 1,2,4)")
+                        help="writer process counts (default 1,2,4,8)")
     parser.add_argument("--batch-sizes", type=_numbers, default=None,
                         help="consumers per append (default 1,10,100,1000)")
     parser.add_argument("--grow-to", type=int, default=None,

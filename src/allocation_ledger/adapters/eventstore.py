@@ -70,14 +70,25 @@ class EventStore(Application[UUID]):
         the class hierarchy on Python 3.11: a tenth of a batch of a thousand claims); only
         aggregates are saved here.
         """
-        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        events: list[Any] = []
+        aggregates: list[Aggregate] = []
         for obj in objs:
             if obj is None:
                 continue
             if not isinstance(obj, Aggregate):
                 raise TypeError(f"only aggregates are saved, not {obj!r}")
-            processing.events.extend(obj.collect_events())
-            processing.aggregates[obj.id] = obj
+            events.extend(obj.collect_events())
+            aggregates.append(obj)
+        return self.append(events, aggregates, **kwargs)
+
+    def append(self, events: list[Any], aggregates: Iterable[Aggregate],
+               **kwargs: Any) -> list[Recording[UUID]]:
+        """Append ``events`` (already collected from ``aggregates``) in this order, in one
+        transaction, and take the snapshots due: ``save`` for several commands at once."""
+        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        processing.events.extend(events)
+        for aggregate in aggregates:
+            processing.aggregates[aggregate.id] = aggregate
         processing.saved_kwargs.update(kwargs)
         recordings = self._record(processing)
         self._take_snapshots(processing)

@@ -17,7 +17,7 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit import readmodels
 from allocation_ledger.audit.findings import Finding, Where
-from allocation_ledger.audit.pointintime import replay
+from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
@@ -85,7 +85,10 @@ def audit(
                                    else None) if projections else (None, []))
     due = readmodels.Due(read) if read is not None else None
     began = time.perf_counter()  # the replay's own time, for its throughput
-    state = replay(store, start - 1) if start > 1 else LedgerState()
+    # the drift check compares every consumer's generation: then keep every consumer
+    every = bool(projections)
+    state = (replay(store, start - 1, every_consumer=every) if start > 1
+             else LedgerState(revive=None if every else reviver(store)))
     auditor = Auditor(state, snapshot_checker(store) if snapshots else None)
     _check(store, auditor, start, stop, due, progress)
     seconds = time.perf_counter() - began

@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType
 
+from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
@@ -51,6 +52,8 @@ class EventStore(Application[UUID]):
         # another thread is fast-forwarding (a torn read). One lock per stripe of streams
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
+        #: providers other writers lately clashed on (read fresh for a while: see there)
+        self.contention = Contention()
         super().__init__(env=dict(env))
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)

@@ -20,6 +20,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
+from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
@@ -50,6 +51,9 @@ class Session:
     def __init__(self, store: EventStore, *, optimistic: bool = False,
                  new_consumers: Iterable[str] = ()) -> None:
         self._store = store
+        self._contention: Contention = store.contention
+        #: the providers the last ``save`` wrote to (whether or not the store took it)
+        self.written: list[str] = []
         #: read providers from this process's cache without asking the store (see ``run``)
         self._optimistic = optimistic
         self._cached_reads: set[str] = set()
@@ -126,9 +130,10 @@ class Session:
     def any_provider(self, provider_uuid: str) -> Provider | None:
         """The provider even if deleted, or ``None`` if it was never registered."""
         if provider_uuid not in self._providers:
-            found = self._store.get(provider_stream_id(provider_uuid), cached=self._optimistic)
+            cached = self._optimistic and not self._contention.contended(provider_uuid)
+            found = self._store.get(provider_stream_id(provider_uuid), cached=cached)
             self._providers[provider_uuid] = found if isinstance(found, Provider) else None
-            if self._optimistic:
+            if cached:
                 self._cached_reads.add(provider_uuid)
         return self._providers[provider_uuid]
 
@@ -196,6 +201,7 @@ class Session:
         if not changed:
             return 0
         count = sum(len(a.pending_events) for a in changed)
+        self.written = [a.uuid for a in changed if isinstance(a, Provider)]
         try:
             self._store.save(*changed)
         except IntegrityError as err:
@@ -261,6 +267,7 @@ def run(store: EventStore, decide: Callable[[Session], T],
         try:
             session.save()
         except Retry as retry:
+            store.contention.clashed(session.written)
             if optimistic and session.assumed_absent and isinstance(
                     retry.__cause__, IntegrityError):
                 refused = retry.__cause__

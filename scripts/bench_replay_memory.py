@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))  # the projections package lives beside the source
 
 from allocation_ledger import open_ledger  # noqa: E402
 from allocation_ledger.bench.growth import grow, ledger_size  # noqa: E402
+from allocation_ledger.bench.settings import default_postgres_url  # noqa: E402
 from allocation_ledger.bench.workload import a_host  # noqa: E402
 
 KINDS = ("read", "audit", "rebuild")
@@ -155,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--events", default="100000,1000000",
                         help="ledger sizes, comma-separated (default 100000,1000000)")
     parser.add_argument("--stores", default="sqlite,postgresql")
-    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/ledger_test")
+    parser.add_argument("--pg-url", default=default_postgres_url())
     parser.add_argument("--workdir", default=None, help="keep (and reuse) the SQLite ledgers")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)

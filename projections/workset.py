@@ -147,20 +147,21 @@ class Workset:
         return changes
 
     def trim(self, max_groups: int) -> None:
-        """When the cache holds more than ``max_groups`` groups or stream names, and nothing
-        unwritten, let go of the oldest until half that many are left: memory stays bounded
+        """When the cache holds more than ``max_groups`` groups or stream names, let go of
+        the oldest written ones until about half that many are left: memory stays bounded
         however long the ledger, and what is let go is read back from the tables when an
-        event names it again (call it before a prefetch: the groups of the events to come
-        must stay loaded)."""
-        if self._dirty or self._new_names or (
-                len(self._rows) <= max_groups and len(self._names) <= max_groups):
+        event names it again (call it before a prefetch, which reads back what the events
+        to come need)."""
+        if len(self._rows) <= max_groups and len(self._names) <= max_groups:
             return
         keep = max_groups // 2
         for key in list(islice(self._rows, max(len(self._rows) - keep, 0))):
-            del self._rows[key]
-            self._stored.discard(key)
+            if key not in self._dirty:  # unwritten changes stay until taken
+                del self._rows[key]
+                self._stored.discard(key)
         for stream in list(islice(self._names, max(len(self._names) - keep, 0))):
-            del self._names[stream]
+            if stream not in self._new_names:
+                del self._names[stream]
         self.complete = False
 
     def forget(self) -> None:

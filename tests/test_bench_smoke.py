@@ -43,8 +43,11 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for result in results["stores"].values():
-        assert set(result) == {"single", "writers", "moves", "batches", "history", "breakdown"}
+        assert set(result) == {"single", "threads", "writers", "moves", "batches", "history",
+                               "breakdown"}
         assert_figure(result["single"])
+        assert_figure(result["threads"])
+        assert result["threads"]["threads"] == 32
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
             assert_figure(by_writers["claims"])

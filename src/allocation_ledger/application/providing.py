@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import (
     DeleteProviderIn,
     DevicesSetIn,
@@ -16,7 +17,7 @@ from allocation_ledger.application.inputs import (
     parse,
     request_meta,
 )
-from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.domain.errors import (
     ProviderExists,
@@ -31,7 +32,7 @@ def _inventory(model: InventoryIn) -> Inventory:
     return Inventory(**model.model_dump())
 
 
-class ProviderCommands:
+class ProviderCommands(Commands):
     """Commands on providers; every inventory change takes the expected provider generation
     and a stale one is a :class:`ProviderGenerationConflict`."""
 
@@ -68,7 +69,7 @@ class ProviderCommands:
                     {rc: _inventory(i) for rc, i in invs.inventories.items()}, meta
                 )
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def set_inventories(
@@ -90,7 +91,7 @@ class ProviderCommands:
                 {rc: _inventory(i) for rc, i in cmd.inventories.items()}, meta
             )
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def set_inventory(
@@ -146,7 +147,7 @@ class ProviderCommands:
             provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
             provider.set_devices(cmd.resource_class, cmd.device_ids, meta)
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def delete_provider(
@@ -171,4 +172,4 @@ class ProviderCommands:
                     parent = None
             provider.delete(parent, meta)
 
-        run(self.store, decide)
+        self._run(decide)

@@ -54,6 +54,10 @@ def targets(store: str, result: dict[str, Any]) -> list[Target]:
         ratio = result["single"]["vs_floor"]
         found.append(Target(store, "single claims vs one-trip INSERT floor", ratio, ">= 0.4",
                             ratio >= 0.4))
+    if "threads" in result:
+        ratio, goal = result["threads"]["vs_floor"], 1.5 if store == "postgresql" else 1.0
+        found.append(Target(store, f"{result['threads']['threads']} threads vs one-row floor",
+                            ratio, f">= {goal}", ratio >= goal))
     if store == "postgresql" and result["batches"]:
         largest = max(result["batches"], key=int)
         rate = result["batches"][largest]["rate"]

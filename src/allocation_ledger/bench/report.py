@@ -40,6 +40,10 @@ def table(results: dict[str, Any]) -> str:
 
 def _rows(result: dict[str, Any]) -> Iterator[str]:
     yield _row("single claims", result["single"])
+    if "threads" in result:
+        found = result["threads"]
+        yield _row(f"claims, {found['threads']} threads at once", found)
+        yield f"    ({found['grouped_per_append']} grouped commands per shared append)"
     writers = result["writers"]
     for n in _numbered(writers):
         yield _row(f"claims, {n} writer(s), a host each", writers[n]["claims"])

@@ -29,8 +29,15 @@ from allocation_ledger.bench.floor import RawTable, floor_target, open_raw_table
 from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
-from allocation_ledger.bench.stats import Sample, combine, interleaved, paired
-from allocation_ledger.bench.workload import a_host, batch_claimer, claimer
+from allocation_ledger.bench.stats import (
+    Sample,
+    combine,
+    interleaved,
+    paired,
+    run_for,
+    run_together,
+)
+from allocation_ledger.bench.workload import a_host, batch_claimer, claimer, shared_claimer
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, SHARED, run_writers
 from allocation_ledger.bootstrap import open_ledger
 
@@ -73,6 +80,8 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
         with opener.open(url) as ledger, closing(open_raw_table(target)) as table:
             progress(f"{kind}: single claims, moves and batched claims, beside the floor")
             single = paired(claimer(ledger, a_host(ledger)), table.insert, settings.duration)
+            progress(f"{kind}: {settings.threads} threads claiming at once, beside the floor")
+            threads = _threads(ledger, table, settings)
             moves = _moves(ledger, table.insert, settings)
             batches = {size: _batch(ledger, table, size, settings.duration)
                        for size in settings.batch_sizes}
@@ -84,12 +93,37 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                                 settings.grow_to, settings.history_claims)
     return {
         "single": figure(*single),
+        "threads": threads,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
         "batches": {str(n): found for n, found in batches.items()},
         "history": grown,
         "breakdown": parts,
     }
+
+
+def _threads(ledger: Ledger, table: RawTable, settings: Settings) -> dict[str, Any]:
+    """``settings.threads`` threads of this process claiming at once on shared hosts (their
+    commands group-committed), beside one connection's one-row floor timed before and
+    after; with how many commands an append carried."""
+    hosts = [a_host(ledger, "threads") for _ in range(settings.shared_hosts)]
+    commits = ledger.commits
+    commits.enabled, was = True, commits.enabled
+    try:
+        appends, grouped = commits.appends, commits.grouped
+        floor = run_for(table.insert, settings.duration / 2)
+        claims = run_together(
+            [shared_claimer(ledger, hosts) for _ in range(settings.threads)],
+            settings.duration)
+        floor = combine([floor, run_for(table.insert, settings.duration / 2)])
+    finally:
+        commits.enabled = was
+    found = figure(claims, floor)
+    found["threads"] = settings.threads
+    groups = commits.appends - appends
+    found["grouped_per_append"] = round((commits.grouped - grouped) / groups, 2) if groups \
+        else 0.0
+    return found
 
 
 def _batch(ledger: Ledger, table: RawTable, size: int, duration: float) -> dict[str, Any]:
@@ -148,7 +182,7 @@ def _meta(settings: Settings, started: datetime) -> dict[str, Any]:
         "settings": {
             "stores": list(settings.stores), "quick": settings.quick,
             "duration": settings.duration, "writers": list(settings.writers),
-            "shared_hosts": settings.shared_hosts,
+            "shared_hosts": settings.shared_hosts, "threads": settings.threads,
             "batch_sizes": list(settings.batch_sizes),
             "small_history": settings.small_history, "grow_to": settings.grow_to,
             "history_claims": settings.history_claims,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,3 +105,25 @@ def interleaved(operations: list[tuple[Callable[[], object], int]], duration: fl
             operation, items = operations[k]
             taken[k].append(run_for(operation, duration / slices, items=items, min_count=1))
     return [combine(samples) for samples in taken]
+
+
+def run_together(operations: list[Callable[[], object]], duration: float) -> Sample:
+    """Run each operation in a thread of its own, all starting at once, for ``duration``
+    seconds; one sample (rate over the wall time from the first start to the last end)."""
+    barrier = threading.Barrier(len(operations))
+    taken: list[tuple[float, Sample]] = []
+
+    def work(operation: Callable[[], object]) -> None:
+        barrier.wait()
+        start = time.perf_counter()
+        taken.append((start, run_for(operation, duration, min_count=1)))
+
+    threads = [threading.Thread(target=work, args=(op,)) for op in operations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if len(taken) != len(operations):
+        raise RuntimeError(f"{len(operations) - len(taken)} bench threads failed")
+    wall = max(s + x.seconds for s, x in taken) - min(s for s, _ in taken)
+    return merge([x for _, x in taken], wall)

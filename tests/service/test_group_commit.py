@@ -26,7 +26,8 @@ def ledger(url: str) -> Iterator[Ledger]:
 
 def _held_up(ledger: Ledger, callers: list[Any]) -> list[Any]:
     """Run ``callers`` in threads while a first command holds the ledger's commit, so that
-    they all queue and go out as one group; each caller's result or error, in order."""
+    they all queue, in the order given, and go out as one group; each caller's result or
+    error, in order."""
     gate, leading = threading.Event(), threading.Event()
 
     def hold(_: object) -> None:
@@ -36,10 +37,12 @@ def _held_up(ledger: Ledger, callers: list[Any]) -> list[Any]:
     with ThreadPoolExecutor(len(callers) + 1) as pool:
         first = pool.submit(ledger.commits.run, hold)
         assert leading.wait(30)  # the first command leads, and waits at the gate
-        futures = [pool.submit(call) for call in callers]
-        deadline = time.monotonic() + 30
-        while ledger.commits.waiting < len(callers) and time.monotonic() < deadline:
-            time.sleep(0.001)
+        futures = []
+        for queued, call in enumerate(callers, 1):  # one at a time: the queue keeps order
+            futures.append(pool.submit(call))
+            deadline = time.monotonic() + 30
+            while ledger.commits.waiting < queued and time.monotonic() < deadline:
+                time.sleep(0.001)
         gate.set()
         first.result()
         return [f.exception() or f.result() for f in futures]

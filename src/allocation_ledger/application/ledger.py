@@ -16,10 +16,12 @@ from eventsourcing.utils import get_topic
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import moving, providing
 from allocation_ledger.application.inputs import (
+    AgeIn,
     ClaimIn,
     ConsumerWriteIn,
     ReleaseIn,
     UuidIn,
+    WritesIn,
     parse,
     request_meta,
 )
@@ -110,9 +112,9 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         release), ``expected_generation``, ``project_id``, ``user_id`` and optionally
         ``consumer_type`` and ``devices``. All succeed or none does.
         """
-        if not writes:
+        if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
-        cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
+        cmds = parse(WritesIn, writes=writes).writes
         meta = request_meta(request)
 
         def decide(s: Session) -> Session:
@@ -180,10 +182,12 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
-        ``older_than_seconds`` ago (the leaks an operator looks for)."""
-        now = now or datetime.now(UTC)
+        ``older_than_seconds`` ago (the leaks an operator looks for); ``now`` must carry a
+        timezone."""
+        age = parse(AgeIn, older_than_seconds=older_than_seconds, now=now)
+        now = age.now or datetime.now(UTC)
         views = [v for v in self._migrations() if v.status == "in-progress"]
-        return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
+        return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
                       key=lambda v: v.started_at)
 
     def _migrations(self) -> Iterator[MigrationView]:

@@ -30,10 +30,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.pool import StaticPool
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql import literal, null
 
-from allocation_ledger.config import parse_url
+from allocation_ledger.config import SCHEMA_NAME, parse_url
+from allocation_ledger.domain.errors import InvalidRequest
 from projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
@@ -76,10 +77,19 @@ def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
         pool_size=int(env.get("POSTGRES_POOL_SIZE") or 2),
         max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
         pool_pre_ping=True,
-        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema.
-        connect_args={"options": f"-c search_path={schema}"},
+        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema. The
+        # name is a checked identifier (``config.SCHEMA_NAME``), and quoted here as well.
+        connect_args={"options": f'-c search_path="{_identifier(schema)}"'},
     )
     return engine
+
+
+def _identifier(schema: str) -> str:
+    """A schema name checked once more where it meets SQL (the URL parser already refused
+    anything else), so no caller can hand this module SQL in a name."""
+    if not SCHEMA_NAME.fullmatch(schema):
+        raise InvalidRequest(f"bad schema name {schema!r}", schema=schema)
+    return schema
 
 
 def _sqlite_engine(url: str, options: dict[str, Any]) -> Engine:
@@ -115,7 +125,7 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
             if schema:
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+                conn.execute(CreateSchema(_identifier(schema), if_not_exists=True))
         for table in tables.metadata.sorted_tables:
             conn.execute(CreateTable(table, if_not_exists=True))
             for index in sorted(table.indexes, key=lambda i: str(i.name)):

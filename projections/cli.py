@@ -19,19 +19,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from allocation_ledger.cli import projections as command
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``."""
-    parser = argparse.ArgumentParser(prog="projections", description=command.HELP)
-    parser.add_argument("--url", default=None,
-                        help="ledger store URL (default: $LEDGER_URL, else sqlite:///ledger.db)")
-    command.add_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``:
+    ``allocation-ledger projections ...``, with its one error path."""
+    from allocation_ledger.cli import main as cli_main
+
+    return cli_main(["projections", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -41,7 +39,8 @@ def run_command(args: argparse.Namespace) -> int:
     except UnknownProjection as err:
         print(f"projections: {err}", file=sys.stderr)
         return 2
-    with ReadModels.open(args.url, args.projections_url, args.name) as read, \
+    with ReadModels.open(args.url, args.projections_url, args.name,
+                         create=args.action != "status") as read, \
             _stopping() as stop:
         if args.action == "status":
             _print_status(read, sys.stdout)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    inspect,
     select,
     text,
     union_all,
@@ -34,7 +35,7 @@ from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql import literal, null
 
 from allocation_ledger.config import SCHEMA_NAME, parse_url
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.errors import InvalidRequest, StoreNotFound
 from projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
@@ -42,8 +43,10 @@ URL_ENV_VAR = "PROJECTIONS_URL"
 SQLITE_TIMEOUT = 30
 
 
-def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
-    """An engine for the read models (tables created on first use).
+def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
+                create: bool = True) -> Engine:
+    """An engine for the read models (tables created on first use; with ``create`` false,
+    readers, :class:`StoreNotFound` when they were never built, and nothing is created).
 
     ``url`` (else ``$PROJECTIONS_URL``) names their store; without one they share the
     ledger's, whose ``eventsourcing`` settings ``store_env`` holds (``EventStore.env``).
@@ -59,7 +62,15 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
         engine = _sqlite_engine(f"sqlite+pysqlite:///{env.get('SQLITE_DBNAME')}", {})
     else:
         engine = _sqlite_engine("sqlite+pysqlite://", {"poolclass": StaticPool})
-    create_tables(engine, schema)
+    try:
+        if create:
+            create_tables(engine, schema)
+        elif not inspect(engine).has_table(tables.tracking.name, schema):
+            raise StoreNotFound(url or "the ledger's store", "the read models were never built "
+                                "there (run projections rebuild)")
+    except BaseException:
+        engine.dispose()
+        raise
     return engine
 
 

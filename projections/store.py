@@ -66,8 +66,9 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
         if create:
             create_tables(engine, schema)
         elif not inspect(engine).has_table(tables.tracking.name, schema):
-            raise StoreNotFound(url or "the ledger's store", "the read models were never built "
-                                "there (run projections rebuild)")
+            where = parse_url(url).redacted_url if url else "the ledger's store"
+            raise StoreNotFound(where, "they were never built there (run projections "
+                                "rebuild)", what="read models")
     except BaseException:
         engine.dispose()
         raise

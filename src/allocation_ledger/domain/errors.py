@@ -274,8 +274,8 @@ class StoreNotFound(LedgerError):
     """Raised when a read names a store that holds no ledger (a missing file, a database
     or schema without the ledger's tables): reads never create one."""
 
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(f"no ledger at {url}: {reason}", url=url, reason=reason)
+    def __init__(self, url: str, reason: str, what: str = "ledger") -> None:
+        super().__init__(f"no {what} at {url}: {reason}", url=url, reason=reason)
 
 
 class StoreUnavailable(LedgerError):

@@ -300,6 +300,11 @@ def _problem(error: Any) -> str:
     return f"{where}: {message} (got {shown:.100})"
 
 
+def canonical_uuid(value: object) -> str:
+    """A UUID in canonical form, else :class:`InvalidRequest` (reads take ids this way)."""
+    return parse(UuidIn, value=value).value
+
+
 def mapping(value: object, what: str) -> Mapping[str, Any]:
     """``value`` if it is a mapping with string keys, else :class:`InvalidRequest`."""
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):

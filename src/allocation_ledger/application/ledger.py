@@ -20,8 +20,8 @@ from allocation_ledger.application.inputs import (
     ClaimIn,
     ConsumerWriteIn,
     ReleaseIn,
-    UuidIn,
     WritesIn,
+    canonical_uuid,
     parse,
     request_meta,
 )
@@ -154,17 +154,17 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        return _view(Session(self.store), _uuid(consumer_uuid))
+        return _view(Session(self.store), canonical_uuid(consumer_uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
-        return ProviderView.of(Session(self.store).provider(_uuid(provider_uuid)))
+        return ProviderView.of(Session(self.store).provider(canonical_uuid(provider_uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
         """Every provider of a tree (the root and all below it), by UUID."""
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
-        pending = [_uuid(root_uuid)]
+        pending = [canonical_uuid(root_uuid)]
         while pending:
             provider = session.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
@@ -177,7 +177,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
-        return MigrationView.of(Session(self.store).migration(_uuid(migration_uuid)))
+        return MigrationView.of(Session(self.store).migration(canonical_uuid(migration_uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
@@ -208,10 +208,6 @@ def _view(session: Session, consumer_uuid: str) -> ConsumerView:
     found = session.consumer(consumer_uuid)
     moving_with = claims.in_flight_migration(session, found)
     return ConsumerView.of(consumer_uuid, found, moving_with.uuid if moving_with else None)
-
-
-def _uuid(value: str) -> str:
-    return parse(UuidIn, value=value).value
 
 
 def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:

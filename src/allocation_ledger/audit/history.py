@@ -16,7 +16,7 @@ from uuid import UUID
 
 from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.inputs import UuidIn, parse
+from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.audit.changes import changes, summary
 from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
@@ -87,7 +87,7 @@ def streams_history(store: EventStore, streams: set[UUID]) -> list[HistoryEntry]
 def consumer_history(store: EventStore, consumer_uuid: str) -> list[HistoryEntry]:
     """Every event of a consumer (an instance or a migration record); :class:`NotFound` when
     it has none, :class:`InvalidRequest` for a malformed id."""
-    consumer_uuid = _uuid(consumer_uuid)
+    consumer_uuid = canonical_uuid(consumer_uuid)
     return _found(streams_history(store, {consumer_stream_id(consumer_uuid)}),
                   "consumer", consumer_uuid)
 
@@ -95,13 +95,9 @@ def consumer_history(store: EventStore, consumer_uuid: str) -> list[HistoryEntry
 def provider_history(store: EventStore, provider_uuid: str) -> list[HistoryEntry]:
     """Every event of a provider: inventory, devices, children, allocation writes
     (:class:`NotFound` when it has none, :class:`InvalidRequest` for a malformed id)."""
-    provider_uuid = _uuid(provider_uuid)
+    provider_uuid = canonical_uuid(provider_uuid)
     return _found(streams_history(store, {provider_stream_id(provider_uuid)}),
                   "provider", provider_uuid)
-
-
-def _uuid(value: str) -> str:
-    return parse(UuidIn, value=value).value
 
 
 def _found(history: list[HistoryEntry], what: str, uuid: str) -> list[HistoryEntry]:
@@ -112,7 +108,7 @@ def _found(history: list[HistoryEntry], what: str, uuid: str) -> list[HistoryEnt
 
 def migration_history(store: EventStore, migration_uuid: str) -> list[HistoryEntry]:
     """A move from start to resolution: the migration's events and its instance's."""
-    migration_uuid = _uuid(migration_uuid)
+    migration_uuid = canonical_uuid(migration_uuid)
     stream = consumer_stream_id(migration_uuid)
     first = next(iter(store.events.get(stream, lte=1)), None)
     if not isinstance(first, Migration.Started):

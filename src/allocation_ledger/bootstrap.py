@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-import sqlalchemy.exc
 from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters.eventstore import EventStore
@@ -18,8 +18,15 @@ from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable
 
 #: What a store's drivers raise when it cannot be opened or reached: the boundary turns
 #: these into :class:`StoreUnavailable` (and the command line into one line, exit 1).
-STORE_FAILURES = (PersistenceError, psycopg.Error, sqlite3.Error,
-                  sqlalchemy.exc.SQLAlchemyError, OSError)
+STORE_FAILURES = (PersistenceError, psycopg.Error, sqlite3.Error, OSError)
+
+
+def is_store_failure(err: BaseException) -> bool:
+    """True for a driver's or SQLAlchemy's (the read side's) database error, or an OS error
+    (SQLAlchemy is not imported for this: only the read side loads it)."""
+    alchemy = sys.modules.get("sqlalchemy.exc")
+    return isinstance(err, STORE_FAILURES) or (
+        alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:

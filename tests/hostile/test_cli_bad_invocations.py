@@ -41,6 +41,8 @@ BAD = [
     (1, ["audit", "--url", "sqlite:///adir"]),
     (1, ["audit", "--url", "sqlite:///garbage.db"]),
     (1, ["state-at", "hosts", "--url", "sqlite:///garbage.db"]),
+    (1, ["demo", "--url", "sqlite:///adir"]),
+    (1, ["demo", "--url", "sqlite:///garbage.db"]),
     # things that are not in the ledger
     (1, ["history", "provider", UNKNOWN, "--url", GOOD]),
     (1, ["history", "migration", UNKNOWN, "--url", GOOD]),
@@ -49,6 +51,7 @@ BAD = [
     (1, ["projections", "status", "--url", GOOD]),  # never built
     # bad URLs
     (2, ["audit", "--url", "mysql://u@h/db"]),
+    (2, ["demo", "--url", "mysql://u@h/db"]),
     (2, ["audit", "--url", "sqlite://"]),
     (2, ["audit", "--url", "sqlite:///good.db?mode=ro"]),
     (2, ["audit", "--url", "postgresql://u@h:99999/db"]),

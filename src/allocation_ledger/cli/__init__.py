@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from allocation_ledger.bootstrap import STORE_FAILURES, one_line
+from allocation_ledger.bootstrap import is_store_failure, one_line
 from allocation_ledger.domain.errors import InvalidRequest, LedgerError
 
 COMMANDS = [
@@ -90,7 +90,7 @@ def failure(err: Exception) -> tuple[int, str]:
         return 2, one_line(err)
     if isinstance(err, LedgerError):
         return 1, one_line(err)
-    if isinstance(err, STORE_FAILURES):
+    if is_store_failure(err):
         return 1, f"store failure: {one_line(err)}"
     return 1, f"unexpected {type(err).__name__}: {one_line(err)} (--debug shows the traceback)"
 

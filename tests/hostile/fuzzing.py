@@ -134,7 +134,7 @@ CALLS: dict[str, Callable[[World], dict[str, Any]]] = {
     "set_devices": lambda w: {
         "provider_uuid": w.gpu, "resource_class": "VGPU",
         "device_ids": ["gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4"],
-        "expected_generation": 2, "request": REQUEST},
+        "expected_generation": 3, "request": REQUEST},
     "delete_provider": lambda w: {"provider_uuid": w.other, "expected_generation": 1,
                                   "request": REQUEST},
     "swap": lambda w: {"instance_uuid": w.vm, "migration_uuid": new_id(),

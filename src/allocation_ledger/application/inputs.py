@@ -101,7 +101,9 @@ def _not_text(value: object) -> object:
 Uuid = Annotated[str, BeforeValidator(_uuid)]
 ResourceClass = Annotated[str, Strict(), Field(max_length=255), AfterValidator(_resource_class)]
 Amount = Annotated[int, Strict(), Field(ge=1, le=MAX_INT)]
-Generation = Annotated[int, Strict(), Field(ge=1, le=MAX_VERSION)]
+#: 0 is a valid input (Nova sends it after reading an old microversion) that matches no
+#: generation: a conflict with expected and actual, as DESIGN §3 says, not bad input.
+Generation = Annotated[int, Strict(), Field(ge=0, le=MAX_VERSION)]
 ConsumerType = Annotated[str, Strict(), Field(min_length=1, max_length=64), NoControl,
                          AfterValidator(_consumer_type)]
 DeviceIds = Annotated[list[Name], BeforeValidator(_not_text), Field(max_length=MAX_DEVICE_IDS)]

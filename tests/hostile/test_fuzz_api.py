@@ -29,7 +29,7 @@ from tests.hostile.fuzzing import BAD, CALLS, QUERIES, World, paths, spoiled
 from tests.stores import store_url
 
 #: Examples per store: thousands per CI run, a few seconds each.
-EXAMPLES = {"memory": 2000, "sqlite": 1200, "postgres": 800}
+EXAMPLES = {"memory": 1200, "sqlite": 1200, "postgres": 800}
 READ_EXAMPLES = 300
 FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=True,
                 phases=[Phase.generate],

@@ -36,8 +36,7 @@ def decode(store: Application[Any], notifications: Sequence[Notification]) -> li
 def _storable(notification: Notification, event: Any) -> Any:
     """The event with every NUL in its text replaced by U+FFFD, so one bad old record can
     never stop the read side (a bytes search per record finds the rare ones); logged with
-    its position so an operator can find it (the audit reports the read model's row as
-    drift from the ledger)."""
+    its position so an operator can find it."""
     fields = {k: v for k, v in vars(event).items() if _has_nul(v)}
     if fields:
         log.warning("event at position %s (stream %s, %s) holds a NUL in %s: stored in the "

@@ -8,6 +8,8 @@ import psycopg
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.audit import audit
+from allocation_ledger.audit import findings as f
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import InvalidRequest
 from projections import queries
@@ -48,6 +50,10 @@ def test_a_nul_in_an_old_event_does_not_stop_the_read_side(url: str) -> None:
                     "SELECT project_id, user_id FROM proj_consumers WHERE consumer_uuid = %s",
                     (vm,)).one()
             assert tuple(row) == (f"proj{NUL_REPLACEMENT}ect", f"us{NUL_REPLACEMENT}er")
+        # The audit replays it to the end too (and compares the rebuilt read models).
+        report = audit(ledger.store)
+        assert report.last_position == ledger_position(ledger)
+        assert f.PROJECTION_DRIFT not in {x.kind for x in report.findings}
 
 
 INJECTION = 'x";COMMIT;CREATE/**/TABLE/**/public.pwned(i/**/int);--'

@@ -65,11 +65,16 @@ class ReadModels:
 
     @classmethod
     def open(cls, ledger_url: str | None = None, url: str | None = None,
-             names: Iterable[str] | None = None) -> ReadModels:
-        """Open the ledger at ``ledger_url`` (see ``allocation_ledger.config``) and its
-        read models."""
-        store, _ = open_store(ledger_url)
-        return cls(store, open_engine(store.env, url), names, owns_store=True)
+             names: Iterable[str] | None = None, *, create: bool = True) -> ReadModels:
+        """Open the ledger at ``ledger_url`` (see ``allocation_ledger.config``), which must
+        exist, and its read models (their tables created unless ``create`` is false)."""
+        store, _ = open_store(ledger_url, create=False)
+        try:
+            engine = open_engine(store.env, url, create=create)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, engine, names, owns_store=True)
 
     def close(self) -> None:
         """Release the connections."""

@@ -2,22 +2,82 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import StoreConfig, parse_url
+from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable
+
+#: What a store's drivers raise when it cannot be opened or reached: the boundary turns
+#: these into :class:`StoreUnavailable` (and the command line into one line, exit 1).
+STORE_FAILURES = (PersistenceError, psycopg.Error, sqlite3.Error, OSError)
 
 
-def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
-    """The event store a URL names (see :mod:`allocation_ledger.config`); schema created on
-    first use."""
+def is_store_failure(err: BaseException) -> bool:
+    """True for a driver's or SQLAlchemy's (the read side's) database error, or an OS error
+    (SQLAlchemy is not imported for this: only the read side loads it)."""
+    alchemy = sys.modules.get("sqlalchemy.exc")
+    return isinstance(err, STORE_FAILURES) or (
+        alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
+
+
+def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:
+    """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
+    created on first use, unless ``create`` is false (reads: :class:`StoreNotFound` when
+    there is no ledger there, and nothing is created). :class:`StoreUnavailable` when it
+    cannot be opened or reached."""
     config = parse_url(url)
-    with _schema_lock(config):
-        return EventStore(env=config.env), config
+    if not create:
+        _check_file(config)
+        config = StoreConfig(config.url, config.kind, {**config.env, "CREATE_TABLE": "n"})
+    try:
+        with _schema_lock(config):
+            store = EventStore(env=config.env)
+    except STORE_FAILURES as err:
+        raise StoreUnavailable(config.redacted_url, one_line(err)) from err
+    if not create:
+        _check_tables(store, config)
+    return store, config
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (drivers' messages often span several)."""
+    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return text or type(err).__name__
+
+
+def _check_file(config: StoreConfig) -> None:
+    """A SQLite ledger to read must be an existing file (connecting would create it)."""
+    if config.kind != "sqlite":
+        return
+    path = config.env["SQLITE_DBNAME"]
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    if not os.path.exists(path):
+        raise StoreNotFound(config.redacted_url, f"{path} does not exist")
+    if not os.path.isfile(path):
+        raise StoreNotFound(config.redacted_url, f"{path} is not a file")
+
+
+def _check_tables(store: EventStore, config: StoreConfig) -> None:
+    """The ledger's tables must be there (they are not created for a read)."""
+    if config.kind == "memory":
+        return
+    try:
+        store.recorder.max_notification_id()
+    except STORE_FAILURES as err:
+        store.close()
+        if "no such table" in str(err) or "does not exist" in str(err):
+            raise StoreNotFound(config.redacted_url, "it has no ledger tables") from err
+        raise StoreUnavailable(config.redacted_url, one_line(err)) from err
 
 
 @contextmanager
@@ -46,15 +106,17 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
 
 
 def open_ledger(
-    url: str | None = None, *, read_side: bool = False, projections_url: str | None = None
+    url: str | None = None, *, read_side: bool = False, projections_url: str | None = None,
+    create: bool = True,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
 
     With ``read_side`` its projections are plugged in as ``ledger.reads`` (kept in the
-    ledger's own database, or in ``projections_url``).
+    ledger's own database, or in ``projections_url``). With ``create=False`` (readers) a
+    store without a ledger is :class:`StoreNotFound` and nothing is created.
     """
-    store, _ = open_store(url)
+    store, _ = open_store(url, create=create)
     ledger = Ledger(store)
     if read_side:
         from projections.readmodels import ReadModels

@@ -7,6 +7,7 @@ from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.inputs import (
+    ClassIn,
     DeleteProviderIn,
     DevicesSetIn,
     InventoriesIn,
@@ -103,11 +104,13 @@ class ProviderCommands:
         request: Mapping[str, str] | None = None,
     ) -> ProviderView:
         """Add or update one class's inventory, keeping the others."""
-        current = self.provider(provider_uuid)
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        current = self.provider(cmd.provider_uuid)
         merged: dict[str, Mapping[str, Any]] = {
             rc: inv.to_dict() for rc, inv in current.inventories.items()
         }
-        merged[resource_class] = inventory
+        merged[cmd.resource_class] = inventory
         return self.set_inventories(provider_uuid, merged, expected_generation, request=request)
 
     def delete_inventory(
@@ -119,11 +122,13 @@ class ProviderCommands:
         request: Mapping[str, str] | None = None,
     ) -> ProviderView:
         """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
-        current = self.provider(provider_uuid)
-        if resource_class not in current.inventories:
-            raise ResourceClassNotOnProvider(current.provider_uuid, resource_class)
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        current = self.provider(cmd.provider_uuid)
+        if cmd.resource_class not in current.inventories:
+            raise ResourceClassNotOnProvider(current.provider_uuid, cmd.resource_class)
         rest = {rc: inv.to_dict() for rc, inv in current.inventories.items()
-                if rc != resource_class}
+                if rc != cmd.resource_class}
         return self.set_inventories(provider_uuid, rest, expected_generation, request=request)
 
     def set_devices(
@@ -137,9 +142,10 @@ class ProviderCommands:
     ) -> ProviderView:
         """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
         PMEM namespaces); the class's inventory total becomes their count. Removing a held
-        device is refused."""
+        device is refused; ``device_ids`` is a list (not a string) of at most
+        :data:`~allocation_ledger.application.inputs.MAX_DEVICE_IDS` distinct ids."""
         cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
-                    device_ids=list(device_ids), expected_generation=expected_generation)
+                    device_ids=device_ids, expected_generation=expected_generation)
         meta = request_meta(request)
 
         def decide(s: Session) -> None:

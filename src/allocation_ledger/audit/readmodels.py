@@ -18,6 +18,7 @@ from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.readrows import ReadRows, read_rows
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.errors import StoreNotFound
 
 #: Findings reported per projection; beyond that, a note says how many more there were.
 LIMIT = 20
@@ -33,7 +34,10 @@ def load(store: EventStore, url: str | None = None) -> tuple[ReadRows | None, li
         where = importlib.import_module("projections.store")
     except ImportError:
         return None, ["projection drift not checked: the projections package is not installed"]
-    engine = where.open_engine(store.env, url)  # creates the tables if missing, as it does
+    try:
+        engine = where.open_engine(store.env, url, create=False)  # an audit creates nothing
+    except StoreNotFound as err:
+        return None, [f"projection drift not checked: {err}"]
     try:
         found = read_rows(engine, tables)
     finally:

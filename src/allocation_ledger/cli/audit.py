@@ -14,6 +14,7 @@ from typing import TextIO
 
 from allocation_ledger.audit.pointintime import cut
 from allocation_ledger.audit.run import AuditReport, audit
+from allocation_ledger.cli import values
 from allocation_ledger.cli.auditing import (
     add_output_arguments,
     parse_time,
@@ -27,13 +28,13 @@ HELP = "replay the ledger, check every invariant, report findings (exit 1 on a v
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Range, thresholds and output options."""
-    parser.add_argument("--from-position", type=int, default=1, metavar="N",
+    parser.add_argument("--from-position", type=values.position, default=1, metavar="N",
                         help="check from this position (the state before it is replayed)")
-    parser.add_argument("--to-position", type=int, default=None, metavar="N",
+    parser.add_argument("--to-position", type=values.position, default=None, metavar="N",
                         help="stop after this position")
     parser.add_argument("--until", type=parse_time, default=None, metavar="TIME",
                         help="stop after the last event at or before this ISO 8601 time")
-    parser.add_argument("--stale-after", type=float, default=3600.0, metavar="SECONDS",
+    parser.add_argument("--stale-after", type=values.seconds, default=3600.0, metavar="SECONDS",
                         help="warn about migrations in flight for longer (default 3600)")
     parser.add_argument("--projections", default="auto", metavar="auto|off|URL",
                         help="compare the read models with the replay: auto (those beside "

@@ -268,3 +268,19 @@ class MigrationInProgress(LedgerError):
             instance_uuid=instance_uuid,
             migration_uuid=migration_uuid,
         )
+
+
+class StoreNotFound(LedgerError):
+    """Raised when a read names a store that holds no ledger (a missing file, a database
+    or schema without the ledger's tables): reads never create one."""
+
+    def __init__(self, url: str, reason: str, what: str = "ledger") -> None:
+        super().__init__(f"no {what} at {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnavailable(LedgerError):
+    """Raised when the store cannot be opened or reached (server down, bad host or user,
+    a file that is not a database or cannot be read)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot use the store {url}: {reason}", url=url, reason=reason)

@@ -12,6 +12,7 @@ assign; every check happens in the methods before an event is triggered.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 from uuid import UUID
 
@@ -213,10 +214,12 @@ class Provider(PlainState, Aggregate):
         current = self.devices.get(resource_class, {})
         wanted = set(device_ids)
         if len(wanted) != len(device_ids):
-            doubled = sorted({d for d in device_ids if device_ids.count(d) > 1})
+            doubled = sorted(d for d, n in Counter(device_ids).items() if n > 1)
+            shown = ", ".join(doubled[:10]) + (f" and {len(doubled) - 10} more"
+                                                if len(doubled) > 10 else "")
             raise InvalidRequest(
                 f"device ids named twice for {resource_class} on provider {self.uuid}: "
-                f"{', '.join(doubled)}",
+                f"{shown}",
                 provider_uuid=self.uuid, resource_class=resource_class, devices=doubled,
             )
         held_removed = sorted(d for d, h in current.items() if h is not None and d not in wanted)

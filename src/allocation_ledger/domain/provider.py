@@ -23,6 +23,7 @@ from allocation_ledger.domain.errors import (
     InvalidInventory,
     InvalidRequest,
     InventoryInUse,
+    ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
 )
@@ -273,7 +274,7 @@ class Provider(PlainState, Aggregate):
         if in_use:
             raise ProviderInUse(self.uuid, f"it has allocations of {', '.join(in_use)}")
         if self.children:
-            raise ProviderInUse(self.uuid, f"it has children {', '.join(self.children)}")
+            raise ProviderHasChildren(self.uuid, list(self.children))
         self.trigger_event(self.Deleted, request=request)
         if parent is not None:
             parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)

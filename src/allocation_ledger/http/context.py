@@ -8,6 +8,7 @@ Placement's error document.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from allocation_ledger.http import errors, microversion
 from allocation_ledger.http.auth import Caller, Tokens
 from allocation_ledger.http.microversion import Version
 
+LOG = logging.getLogger(__name__)
 REQUEST_ID = "x-openstack-request-id"
 IDEMPOTENCY_KEY = "idempotency-key"
 _REQUEST_ID = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -95,6 +97,10 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             reply = await run_in_threadpool(_guarded, handler, ctx)
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
+        except Exception as err:  # a bug: answered as Placement does, logged with its id
+            LOG.exception("request %s failed", request_id)
+            failure = errors.HTTPError(500, f"{type(err).__name__}: {err}")
+            reply = Reply(500, errors.body(failure, request_id))
         return respond(reply, version, request_id)
 
     return run

@@ -33,9 +33,10 @@ def _record(ctx: Ctx, data: dict[str, Any], where: str) -> dict[str, Any]:
     shapes.obj(data, required=("total",), allowed=FIELDS, where=where)
     record = {k: shapes.typed(data, k, "number" if k == "allocation_ratio" else "integer")
               for k in FIELDS if k in data}
-    if not ctx.at_least(1, 26) and record.get("reserved", 0) >= record["total"]:
+    reserved = record.get("reserved", 0)
+    if not ctx.at_least(1, 26) and reserved >= record["total"]:
         raise errors.HTTPError(400, f"Unable to update inventory: reserved "
-                                    f"{record['reserved']} must be less than total "
+                                    f"{reserved} must be less than total "
                                     f"{record['total']} (equal is allowed from 1.26)")
     return record
 

@@ -16,7 +16,7 @@ HEADER = "openstack-api-version"
 MIN = (1, 0)
 MAX = (1, 39)
 
-_VERSION = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)$")
 
 Version = tuple[int, int]
 

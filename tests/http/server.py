@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocation_ledger.http.server import spawned
+
 VERSION_HEADER = "OpenStack-API-Version"
-
-
-def free_port() -> int:
-    """A port of 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -81,36 +71,7 @@ class Client:
             self.conn.close()
 
 
-@contextmanager
-def running_server(url: str, token_file: str | None = None) -> Iterator[int]:
+def running_server(url: str, token_file: str | None = None
+                   ) -> AbstractContextManager[int]:
     """``allocation-ledger serve`` over ``url`` as a child process; yields its port."""
-    port = free_port()
-    argv = [sys.executable, "-c", "from allocation_ledger.cli import main; "
-            "raise SystemExit(main())", "serve", "--url", url, "--bind", f"127.0.0.1:{port}"]
-    if token_file is not None:
-        argv += ["--token-file", token_file]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_up(proc, port)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-
-
-def _wait_until_up(proc: subprocess.Popen[bytes], port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise RuntimeError(f"server exited with {proc.returncode}: {out}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"server on port {port} did not come up in {timeout} s")
+    return spawned(url, token_file)

@@ -30,7 +30,8 @@ def _one(view: ProviderView, rc: str) -> dict[str, Any]:
 
 
 def _record(ctx: Ctx, data: dict[str, Any], where: str) -> dict[str, Any]:
-    shapes.obj(data, required=("total",), allowed=FIELDS, where=where)
+    shapes.obj(data, required=("total",), allowed=(*FIELDS, "resource_provider_generation"),
+               where=where)
     record = {k: shapes.typed(data, k, "number" if k == "allocation_ratio" else "integer")
               for k in FIELDS if k in data}
     reserved = record.get("reserved", 0)
@@ -42,6 +43,9 @@ def _record(ctx: Ctx, data: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _generation(data: dict[str, Any], view: ProviderView) -> int:
+    """The generation a write names, checked against the provider's (POST may omit it)."""
+    if "resource_provider_generation" not in data:
+        return view.generation
     generation = shapes.typed(data, "resource_provider_generation", "integer")
     if generation != view.generation:
         raise errors.HTTPError(409, f"resource provider generation conflict: expected "
@@ -77,9 +81,8 @@ def set_inventories(ctx: Ctx) -> Reply:
 def create_inventory(ctx: Ctx) -> Reply:
     """``POST .../inventories``: add one class (409 when it is already there)."""
     view = found(ctx, ctx.params["uuid"])
-    data = shapes.obj(ctx.json(), required=("resource_class", "resource_provider_generation",
-                                            "total"),
-                      allowed=FIELDS)
+    data = shapes.obj(ctx.json(), required=("resource_class", "total"),
+                      allowed=(*FIELDS, "resource_provider_generation"))
     rc = shapes.typed(data, "resource_class", "string")
     record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc)
     generation = _generation(data, view)

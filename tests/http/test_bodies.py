@@ -161,3 +161,15 @@ def test_request_id_and_actor_are_stored_on_the_events(client: Client) -> None:
     entries = client.call("GET", f"/ledger/history/consumer/{world.vm}").body["history"]
     assert [(e["actor"], e["request_id"]) for e in entries][-1] == ("anonymous", given)
     assert entries[0]["request_id"] != given
+
+
+def test_a_renamed_provider_is_listed_and_its_history_says_so(client: Client) -> None:
+    world = build(client)
+    new_name = f"renamed-{uuid4()}"
+    answer = client.call("PUT", f"/resource_providers/{world.leaf}", {"name": new_name})
+    assert (answer.status, answer.body["name"]) == (200, new_name)
+    listed = client.call("GET", f"/resource_providers?name={new_name}").body
+    assert [p["uuid"] for p in listed["resource_providers"]] == [world.leaf]
+    history = client.call("GET", f"/ledger/history/provider/{world.leaf}").body["history"]
+    assert history[-1]["event"] == "Provider.Renamed"
+    assert history[-1]["changes"]["name"][1] == new_name

@@ -77,6 +77,9 @@ def test_osc_placement_manages_a_tree_its_inventory_and_allocations(server_port:
 
     assert osc.run("resource", "provider", "allocation", "unset", vm).returncode == 0
     assert osc.json("resource", "provider", "allocation", "show", vm) == []
+    renamed = osc.json("resource", "provider", "set", numa["uuid"], "--name", f"n0-{tag}",
+                       "--parent-provider", host["uuid"])
+    assert (renamed["name"], renamed["generation"]) == (f"n0-{tag}", numa["generation"] + 1)
     assert osc.run("resource", "provider", "delete", numa["uuid"]).returncode == 0
     assert osc.run("resource", "provider", "delete", host["uuid"]).returncode == 0
     assert osc.json("resource", "provider", "list", "--name", f"host-{tag}") == []

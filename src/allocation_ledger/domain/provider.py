@@ -108,6 +108,14 @@ class Provider(PlainState, Aggregate):
             else:
                 aggregate.inventories[self.resource_class] = dict(self.inventory)
 
+    class Renamed(Event):
+        """The provider's name became ``name``."""
+
+        name: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.name = self.name
+
     class Deleted(Event):
         """The provider was deleted; its UUID is never reused."""
 
@@ -267,6 +275,13 @@ class Provider(PlainState, Aggregate):
             holds={rc: dict(sorted(h.items())) for rc, h in sorted(holds.items())},
             request=request,
         )
+
+    def rename(self, name: str, request: RequestMeta) -> None:
+        """Give the provider a new name (its UUID, tree and history stay)."""
+        if name == self.name:
+            raise InvalidRequest(f"provider {self.uuid} is already named {name!r}",
+                                 provider_uuid=self.uuid, name=name)
+        self.trigger_event(self.Renamed, name=name, request=request)
 
     def delete(self, parent: Provider | None, request: RequestMeta) -> None:
         """Delete the provider (refused while it has allocations or children)."""

@@ -68,14 +68,15 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]
     allocations = _by_provider(ctx, data["allocations"])
     if not allocations and not ctx.at_least(1, 28):
         raise shapes.invalid("allocations does not have enough properties")
-    current = ctx.ledger.consumer(consumer_uuid)
-    if ctx.at_least(1, 28):
+    # Reading the consumer costs a round trip: only the versions that need it pay it.
+    current = None if ctx.at_least(1, 38) else ctx.ledger.consumer(consumer_uuid)
+    if current is None:
         generation = shapes.typed(data, "consumer_generation", "integer", "null")
+        consumer_type = shapes.typed(data, "consumer_type", "string")
     else:
-        generation = current.generation
-    consumer_type = (shapes.typed(data, "consumer_type", "string")
-                     if ctx.at_least(1, 38)
-                     else current.consumer_type or DEFAULT_CONSUMER_TYPE)
+        generation = (shapes.typed(data, "consumer_generation", "integer", "null")
+                      if ctx.at_least(1, 28) else current.generation)
+        consumer_type = current.consumer_type or DEFAULT_CONSUMER_TYPE
     return {
         "consumer_uuid": consumer_uuid,
         "allocations": allocations,

@@ -76,9 +76,7 @@ def create_provider(ctx: Ctx) -> Reply:
     name = shapes.typed(data, "name", "string")
     uuid = shapes.typed(data, "uuid", "string") or str(uuid4())
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
-    if any(r.name == name for r in ctx.ledger.reads.providers()):
-        raise errors.HTTPError(409, f"Conflicting resource provider name: {name} already "
-                                    "exists.", errors.DUPLICATE_NAME)
+    _name_is_free(ctx, name)
     try:
         view = ctx.ledger.register_provider(uuid, name, parent_uuid=parent, request=ctx.meta())
     except ProviderNotFound as err:
@@ -95,19 +93,27 @@ def show_provider(ctx: Ctx) -> Reply:
 
 
 def update_provider(ctx: Ctx) -> Reply:
-    """``PUT /resource_providers/{uuid}``: the ledger does not rename or re-parent
-    providers, so only a body that changes nothing is accepted (200)."""
+    """``PUT /resource_providers/{uuid}``: rename (409 ``placement.duplicate_name`` for a
+    taken name). The ledger does not re-parent providers: a changed parent is a 400."""
     view = found(ctx, ctx.params["uuid"])
     allowed = {"parent_provider_uuid"} if ctx.at_least(1, 14) else set()
     data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
     name = shapes.typed(data, "name", "string")
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
-    if name != view.name:
-        raise errors.HTTPError(400, f"the ledger does not rename providers ({view.name!r} "
-                                    f"stays {view.name!r}, not {name!r})")
     if "parent_provider_uuid" in data and parent != view.parent_uuid:
-        raise errors.HTTPError(400, "the ledger does not re-parent providers")
+        raise errors.HTTPError(400, "the ledger does not re-parent providers (parent of "
+                                    f"{view.provider_uuid} stays {view.parent_uuid})")
+    if name != view.name:
+        _name_is_free(ctx, name)
+        view = ctx.ledger.rename_provider(view.provider_uuid, name, view.generation,
+                                          request=ctx.meta())
     return Reply(body=serialize_view(ctx, view))
+
+
+def _name_is_free(ctx: Ctx, name: str) -> None:
+    if any(r.name == name for r in ctx.ledger.reads.providers()):
+        raise errors.HTTPError(409, f"Conflicting resource provider name: {name} already "
+                                    "exists.", errors.DUPLICATE_NAME)
 
 
 def delete_provider(ctx: Ctx) -> Reply:

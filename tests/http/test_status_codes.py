@@ -91,7 +91,7 @@ CASES: list[tuple[str, str, str, str | None, Any, int, str | None]] = [
     ("delete an absent class", "DELETE", P + "/{host}/inventories/DISK_GB", None, None, 404,
      UNDEFINED),
     ("delete all inventories before 1.5", "DELETE", P + "/{tree}/inventories", "1.4", None,
-     404, UNDEFINED),
+     405, UNDEFINED),
     ("delete all inventories in use", "DELETE", P + "/{host}/inventories", "1.5", None, 409,
      "placement.inventory.inuse"),
     ("show an absent class", "GET", P + "/{host}/inventories/DISK_GB", None, None, 404,

@@ -21,10 +21,12 @@ from allocation_ledger.http import (
     usages,
 )
 from allocation_ledger.http.auth import Tokens
-from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, _request_id, endpoint
+from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
 
 RP = "/resource_providers/{uuid}"
+# Placement answers 404 before a handler's first version, except these (405).
+TOO_EARLY_405 = {inventories.delete_inventories}
 
 # path, method, handler, first microversion
 ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
@@ -62,7 +64,8 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None) -> Starlette:
     listing providers, a provider's allocations and project usages read the projections).
     """
     tokens = tokens or Tokens(None)
-    routes = [Route(path, endpoint(ledger, tokens, handler, since), methods=[method])
+    routes = [Route(path, endpoint(ledger, tokens, handler, since,
+                                   405 if handler in TOO_EARLY_405 else 404), methods=[method])
               for path, method, handler, since in ROUTES]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
 
@@ -70,7 +73,7 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None) -> Starlette:
 async def _http_exception(request: Request, exc: Exception) -> Response:
     """Unknown routes (404) and methods (405) in Placement's error document."""
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    request_id = _request_id(request.headers.get(REQUEST_ID))
+    request_id = request_id_of(request.headers.get(REQUEST_ID))
     err = errors.HTTPError(status, str(getattr(exc, "detail", "")) or "error")
     headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
     return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,

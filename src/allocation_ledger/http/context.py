@@ -79,18 +79,20 @@ Handler = Callable[[Ctx], Reply]
 
 
 def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
-             since: Version = microversion.MIN) -> Callable[[Request], Any]:
+             since: Version = microversion.MIN, too_early: int = 404
+             ) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
-    (earlier ones get Placement's 404, as its version-dispatched handlers answer)."""
+    (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer)."""
 
     async def run(request: Request) -> Response:
-        request_id = _request_id(request.headers.get(REQUEST_ID))
+        request_id = request_id_of(request.headers.get(REQUEST_ID))
         version = microversion.MIN
         try:
             version = microversion.requested(request.headers.get(microversion.HEADER))
             caller = tokens.caller(request.headers.get("x-auth-token"), request.method)
             if version < since:
-                raise errors.HTTPError(404, "The resource could not be found.")
+                raise errors.HTTPError(too_early, f"{request.method} {request.url.path} is "
+                                                  f"served from {microversion.text(since)}")
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
                       dict(request.query_params), await request.body(),
                       request.headers.get(IDEMPOTENCY_KEY))
@@ -127,7 +129,8 @@ def respond(reply: Reply, version: Version, request_id: str) -> Response:
                     media_type="application/json")
 
 
-def _request_id(given: str | None) -> str:
+def request_id_of(given: str | None) -> str:
+    """The caller's request id when it is well formed (``req-<uuid>``), else a new one."""
     if given and _REQUEST_ID.match(given):
         return given
     return f"req-{uuid4()}"

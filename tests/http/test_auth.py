@@ -60,3 +60,10 @@ def test_no_tokens_off_loopback_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "needs --token-file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_authentication_comes_before_anything_else(secured_port: int) -> None:
+    """No token: 401 even for a request that is otherwise bad (its version, its body)."""
+    anonymous = Client(secured_port)
+    assert anonymous.call("GET", "/", version="0.5").status == 401
+    assert anonymous.call("PUT", f"/allocations/{uuid4()}", b"{").status == 401

@@ -88,8 +88,8 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
         request_id = request_id_of(request.headers.get(REQUEST_ID))
         version = microversion.MIN
         try:
-            version = microversion.requested(request.headers.get(microversion.HEADER))
             caller = tokens.caller(request.headers.get("x-auth-token"), request.method)
+            version = microversion.requested(request.headers.get(microversion.HEADER))
             if version < since:
                 raise errors.HTTPError(too_early, f"{request.method} {request.url.path} is "
                                                   f"served from {microversion.text(since)}")

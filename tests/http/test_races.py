@@ -8,18 +8,23 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from uuid import uuid4
 
-from tests.http.server import Answer, Client
+import pytest
+
+from tests.http.server import Answer, Client, running_server
 from tests.http.world import LATEST, inventory, provider
+from tests.stores import postgres_schema_url
 
 THREADS = 8
 ROUNDS = 100
 CONFLICT_CODES = {"placement.concurrent_update", "placement.undefined_code"}
 
 
-def _race(port: int, request: Callable[[Client, int], Answer]) -> list[Answer]:
-    """Every thread sends ``request`` at the same moment; the answers, by thread."""
+def _race(ports: int | list[int], request: Callable[[Client, int], Answer]) -> list[Answer]:
+    """Every thread sends ``request`` at the same moment (to the servers in turn); the
+    answers, by thread."""
     barrier = threading.Barrier(THREADS)
-    clients = [Client(port) for _ in range(THREADS)]
+    ports = ports if isinstance(ports, list) else [ports]
+    clients = [Client(ports[i % len(ports)]) for i in range(THREADS)]
     for c in clients:
         c.call("GET", "/")  # connect before the race
 
@@ -71,3 +76,20 @@ def test_racing_writers_of_one_consumer_generation(client: Client, server_port: 
         generation = body["consumer_generation"]
         assert generation == round_ + 1
         assert body["allocations"][host]["resources"] == {"VCPU": 1}
+
+
+@pytest.mark.postgres
+def test_racing_through_two_servers_on_one_store() -> None:
+    """Two server processes on one PostgreSQL store, four racing clients on each: the
+    store's unique key decides, so still exactly one claim takes the last unit."""
+    with postgres_schema_url() as url, running_server(url) as first, \
+            running_server(url) as second:
+        client = Client(first)
+        for _ in range(ROUNDS // 2):
+            host = provider(client, f"two-servers-{uuid4()}")
+            inventory(client, host, VCPU=1)
+            answers = _race([first, second], _put(host, "", None))
+            assert sorted(a.status for a in answers) == [204] + [409] * (THREADS - 1)
+            usages = client.call("GET", f"/resource_providers/{host}/usages").body["usages"]
+            assert usages == {"VCPU": 1}
+        client.close()

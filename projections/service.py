@@ -6,6 +6,7 @@ own writes; a process that runs ``projections follow`` beside it keeps that catc
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from sqlalchemy import Engine
@@ -25,9 +26,11 @@ class ProjectedReadSide:
 
     def __init__(self, models: ReadModels) -> None:
         self.models = models
+        self._catching_up = threading.Lock()
 
     def _engine(self) -> Engine:
-        self.models.resume()
+        with self._catching_up:  # one catch-up at a time when threads share the read side
+            self.models.resume()
         return self.models.engine
 
     def host_usage(self, root_uuid: str | None = None) -> Sequence[queries.ClassUsage]:
@@ -53,6 +56,19 @@ class ProjectedReadSide:
         """Migrations in flight that started at least that long ago, oldest first."""
         age = parse(AgeIn, older_than_seconds=older_than_seconds)
         return queries.in_flight_migrations(self._engine(), age.older_than_seconds)
+
+    def providers(self) -> Sequence[queries.ProviderRow]:
+        """Every live provider: name, parent, root, generation."""
+        return queries.providers(self._engine())
+
+    def holdings_on(self, provider_uuid: str) -> Sequence[queries.Holding]:
+        """Every consumer's allocations on one provider."""
+        return queries.holdings_on(self._engine(), provider_uuid)
+
+    def project_usages(self, project_id: str, user_id: str | None = None,
+                       consumer_type: str | None = None) -> Sequence[queries.ProjectUsage]:
+        """Usage per consumer type and class of a project's (and user's) consumers."""
+        return queries.project_usages(self._engine(), project_id, user_id, consumer_type)
 
     def close(self) -> None:
         """Release the read models' connections."""

@@ -174,6 +174,14 @@ class DeleteProviderIn(Model):
     expected_generation: Generation
 
 
+class RenameProviderIn(Model):
+    """Rename a provider."""
+
+    provider_uuid: Uuid
+    name: Name
+    expected_generation: Generation
+
+
 class ProviderIn(Model):
     """Register a provider."""
 

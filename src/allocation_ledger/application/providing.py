@@ -13,6 +13,7 @@ from allocation_ledger.application.inputs import (
     InventoriesIn,
     InventoryIn,
     ProviderIn,
+    RenameProviderIn,
     RequestIn,
     parse,
     request_meta,
@@ -151,6 +152,25 @@ class ProviderCommands:
         def decide(s: Session) -> None:
             provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
             provider.set_devices(cmd.resource_class, cmd.device_ids, meta)
+
+        run(self.store, decide)
+        return self.provider(cmd.provider_uuid)
+
+    def rename_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Rename a provider (Placement's ``PUT /resource_providers/{uuid}``)."""
+        cmd = parse(RenameProviderIn, provider_uuid=provider_uuid, name=name,
+                    expected_generation=expected_generation)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            s.pinned_provider(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name, meta)
 
         run(self.store, decide)
         return self.provider(cmd.provider_uuid)

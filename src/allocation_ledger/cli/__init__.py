@@ -31,6 +31,7 @@ COMMANDS = [
     "allocation_ledger.cli.history",
     "allocation_ledger.cli.state_at",
     "allocation_ledger.cli.bench",
+    "allocation_ledger.cli.serve",
 ]
 
 

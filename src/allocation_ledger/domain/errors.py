@@ -107,6 +107,15 @@ class ProviderInUse(LedgerError):
         )
 
 
+class ProviderHasChildren(ProviderInUse):
+    """Raised when deleting a provider that still has child providers."""
+
+    def __init__(self, provider_uuid: str, children: list[str]) -> None:
+        super().__init__(provider_uuid, f"it has children {', '.join(children)}")
+        self.fields["children"] = children
+        self.children = children
+
+
 class InventoryInUse(LedgerError):
     """Raised when removing a resource class that still has allocations against it."""
 

@@ -24,6 +24,7 @@ from allocation_ledger.domain.errors import (
     InvalidInventory,
     InvalidRequest,
     InventoryInUse,
+    ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
 )
@@ -107,6 +108,14 @@ class Provider(PlainState, Aggregate):
                 aggregate.inventories.pop(self.resource_class, None)
             else:
                 aggregate.inventories[self.resource_class] = dict(self.inventory)
+
+    class Renamed(Event):
+        """The provider's name became ``name``."""
+
+        name: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.name = self.name
 
     class Deleted(Event):
         """The provider was deleted; its UUID is never reused."""
@@ -270,13 +279,20 @@ class Provider(PlainState, Aggregate):
             request=request,
         )
 
+    def rename(self, name: str, request: RequestMeta) -> None:
+        """Give the provider a new name (its UUID, tree and history stay)."""
+        if name == self.name:
+            raise InvalidRequest(f"provider {self.uuid} is already named {name!r}",
+                                 provider_uuid=self.uuid, name=name)
+        self.trigger_event(self.Renamed, name=name, request=request)
+
     def delete(self, parent: Provider | None, request: RequestMeta) -> None:
         """Delete the provider (refused while it has allocations or children)."""
         in_use = sorted(rc for rc, used in self.usages.items() if used > 0)
         if in_use:
             raise ProviderInUse(self.uuid, f"it has allocations of {', '.join(in_use)}")
         if self.children:
-            raise ProviderInUse(self.uuid, f"it has children {', '.join(self.children)}")
+            raise ProviderHasChildren(self.uuid, list(self.children))
         self.trigger_event(self.Deleted, request=request)
         if parent is not None:
             parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)

@@ -268,3 +268,11 @@ class MigrationInProgress(LedgerError):
             instance_uuid=instance_uuid,
             migration_uuid=migration_uuid,
         )
+
+
+class StoreUnusable(LedgerError):
+    """Raised when the store cannot be used as it is: a corrupt file, a schema without the
+    hash chain (an old ledger not yet migrated), or a chain key that is not the ledger's."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message, **fields)

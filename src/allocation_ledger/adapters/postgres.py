@@ -90,6 +90,11 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
     def create_table(self) -> None:
         """Nothing: :meth:`prepare` decides whether anything is to be created."""
 
+    def create_schema(self) -> None:
+        """Create what is missing and replace the append functions (the owner's deploy
+        step, ``allocation-ledger db init``)."""
+        super().create_table()
+
     def prepare(self) -> bool:
         """Create the schema where there is none (True), else create nothing, so a role
         without DDL rights opens it; refuse an unmigrated ledger or a wrong chain key."""
@@ -101,7 +106,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
                 "`allocation-ledger db init` (as the schema's owner) to migrate it",
                 schema=self.names.schema)
         if state == ABSENT:
-            super().create_table()
+            self.create_schema()
         with self.datastore.transaction(commit=state == ABSENT) as curs:
             if state == ABSENT:
                 record_key(curs, self.names, self.chain_key)

@@ -23,7 +23,8 @@ from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.pgschema import ABSENT, UNCHAINED, Names, schema_state
 from allocation_ledger.config import StoreConfig
 
-EVENTS = "ledger_events"  # the event store's tables: the application "Ledger"
+EVENTS = "ledger_events"  # the event store's table on PostgreSQL (the application "Ledger")
+SQLITE_EVENTS = "stored_events"  # and on SQLite (the library's name there)
 
 
 @dataclass(frozen=True)
@@ -46,18 +47,18 @@ class Initialised:
 def migrate_sqlite(path: str, key: chain.ChainKey | None) -> int | None:
     """Chain an unchained SQLite ledger in place; the events chained (None: nothing to do)."""
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({EVENTS})")]
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({SQLITE_EVENTS})")]
         if not columns or "chain_hash" in columns:
             return None
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute(f"ALTER TABLE {EVENTS} ADD COLUMN chain_hash BLOB")
+        conn.execute(f"ALTER TABLE {SQLITE_EVENTS} ADD COLUMN chain_hash BLOB")
         rows = conn.execute(f"SELECT rowid, originator_id, originator_version, topic, state "
-                            f"FROM {EVENTS} ORDER BY rowid").fetchall()
+                            f"FROM {SQLITE_EVENTS} ORDER BY rowid").fetchall()
         links = list(_links(rows, key))
-        conn.executemany(f"UPDATE {EVENTS} SET chain_hash = ? WHERE rowid = ?", links)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {EVENTS}_chain (keyed INTEGER NOT NULL, "
+        conn.executemany(f"UPDATE {SQLITE_EVENTS} SET chain_hash = ? WHERE rowid = ?", links)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {SQLITE_EVENTS}_chain (keyed INTEGER NOT NULL, "
                      "key_check BLOB, migrated_at TEXT, migrated_up_to INTEGER)")
-        conn.execute(f"INSERT INTO {EVENTS}_chain VALUES (?, ?, datetime('now'), ?)",
+        conn.execute(f"INSERT INTO {SQLITE_EVENTS}_chain VALUES (?, ?, datetime('now'), ?)",
                      (key is not None, key.check() if key else None,
                       rows[-1][0] if rows else 0))
         conn.execute("COMMIT")

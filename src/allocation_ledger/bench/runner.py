@@ -28,6 +28,7 @@ from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
 from allocation_ledger.bench.stats import Sample, combine, paired
+from allocation_ledger.bench.unchained import open_unchained
 from allocation_ledger.bench.workload import a_host, batch_claimer, claimer
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, run_writers
 
@@ -77,6 +78,8 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                 for size in settings.batch_sizes
             }
             parts = claim_breakdown(ledger, a_host(ledger), settings.breakdown_claims)
+            progress(f"{kind}: single claims with the hash chain, beside a twin without")
+            chained = _chain_cost(kind, ledger, workdir, settings)
     progress(f"{kind}: cost of history (growing to {settings.grow_to:,} events)")
     with scratch_store(kind, workdir, settings.postgres_url, "small") as small, \
             scratch_store(kind, workdir, settings.postgres_url, "large") as large:
@@ -84,12 +87,28 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                                 settings.grow_to, settings.history_claims)
     return {
         "single": figure(*single),
+        "chain": chained,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
         "batches": {str(n): figure(*pair) for n, pair in batches.items()},
         "history": grown,
         "breakdown": parts,
     }
+
+
+def _chain_cost(kind: str, ledger: Ledger, workdir: Path,
+                settings: Settings) -> dict[str, Any] | None:
+    """Single claims on the chained ledger in alternating slices with single claims on an
+    unchained twin (a scratch store of its own): ``vs_floor`` is chained over unchained."""
+    if kind == "memory":
+        return None  # the in-memory store keeps no chain
+    with scratch_store(kind, workdir, settings.postgres_url, "unchained") as url:
+        twin = open_unchained(url)
+        try:
+            return figure(*paired(claimer(ledger, a_host(ledger)), claimer(twin, a_host(twin)),
+                                  settings.duration))
+        finally:
+            twin.close()
 
 
 def _writers(url: str, target: str, kind: str, settings: Settings,

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from allocation_ledger.cli import projections as command
+from allocation_ledger.domain.errors import LedgerError
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
@@ -31,7 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default=None,
                         help="ledger store URL (default: $LEDGER_URL, else sqlite:///ledger.db)")
     command.add_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    try:
+        return run_command(parser.parse_args(argv))
+    except LedgerError as err:  # one line, as the allocation-ledger command prints it
+        print(f"projections: {err}", file=sys.stderr)
+        return 1
 
 
 def run_command(args: argparse.Namespace) -> int:

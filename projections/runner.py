@@ -187,6 +187,11 @@ class Runner:
         """Apply what was recorded up to the ledger's head as it is now (pages of events,
         batches ending at command ends); True when there was nothing left to apply."""
         head = self._head = self.head()
+        if head < self._seen:
+            raise ReadModelsDiverged(
+                f"the ledger ends at {head}, behind the read models at {self._seen}: it was "
+                "truncated or restored from an older copy; rebuild the read models "
+                "(projections rebuild)", position=self._seen)
         if head <= self._seen:
             if self._pending:  # what a subscription delivered ends at the head
                 self._commit()

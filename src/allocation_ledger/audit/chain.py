@@ -128,6 +128,10 @@ class ChainCheck:
                 {"digest": digest.chain_hash.hex()}, {"last_position": self.position}))
         self._digests = []
 
+    def unchecked(self) -> list[Digest]:
+        """Digests beyond the events observed (an audit that stopped early)."""
+        return list(self._digests)
+
     def _digests_before(self, position: int, n: Notification) -> None:
         while self._digests and self._digests[0].position < position:
             digest = self._digests.pop(0)

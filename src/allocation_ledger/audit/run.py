@@ -106,6 +106,8 @@ def audit(
     found = list(auditor.findings) + store_integrity(store) + unbound
     if links is not None:
         found += links.findings
+        notes += [f"digest at #{d.position} not checked: beyond the audited range"
+                  for d in links.unchecked()]
     else:
         notes.append("hash chain not checked" + ("" if verify_chain else " (asked not to)"))
     notes += chain_notes(store)

@@ -54,6 +54,11 @@ DECLARE
 BEGIN
   PERFORM set_config('lock_timeout', lock_timeout, true);
   LOCK TABLE {table} IN EXCLUSIVE MODE;
+  -- the head below must be read after the lock: only READ COMMITTED takes a new snapshot
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'append: the chain needs READ COMMITTED, not %',
+      current_setting('transaction_isolation');
+  END IF;
   NOTIFY {channel};
   {states}
   SELECT chain_hash INTO prev FROM {table} ORDER BY notification_id DESC LIMIT 1;

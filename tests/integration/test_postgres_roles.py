@@ -116,3 +116,19 @@ def test_the_auditor_role_reads_and_cannot_write(
                       " ARRAY[1::bigint], ARRAY['t'], ARRAY['\\x7b7d'::bytea], '1s', NULL, "
                       "NULL)"):
         assert "permission denied" in refused(auditor_url, statement)
+
+
+def test_the_app_role_cannot_create_a_missing_schema_and_is_told_to_run_db_init(
+        deployed: tuple[str, str, str, str]) -> None:
+    owner, app_url, _, _ = deployed
+    app = urlsplit(app_url).username
+    empty = f"ledger12_empty_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(conninfo(owner), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{empty}"')
+        conn.execute(f'GRANT USAGE ON SCHEMA "{empty}" TO "{app}"')
+    try:
+        with pytest.raises(StoreUnusable, match="db init"):
+            open_ledger(app_url.split("?")[0] + f"?schema={empty}")
+    finally:
+        with psycopg.connect(conninfo(owner), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{empty}" CASCADE')

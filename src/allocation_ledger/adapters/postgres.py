@@ -31,6 +31,7 @@ from eventsourcing.persistence import (
     InterfaceError,
     Notification,
     OperationalError,
+    ProgrammingError,
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -106,7 +107,13 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
                 "`allocation-ledger db init` (as the schema's owner) to migrate it",
                 schema=self.names.schema)
         if state == ABSENT:
-            self.create_schema()
+            try:
+                self.create_schema()
+            except ProgrammingError as err:  # a role without CREATE on the schema
+                raise StoreUnusable(
+                    f"there is no ledger in schema {self.names.schema} and this role cannot "
+                    f"create one ({err}): run `allocation-ledger db init` as the schema's "
+                    "owner", schema=self.names.schema) from err
         with self.datastore.transaction(commit=state == ABSENT) as curs:
             if state == ABSENT:
                 record_key(curs, self.names, self.chain_key)

@@ -72,10 +72,14 @@ def bound_positions(store: Any, engine: Engine,
     from a history the ledger no longer has (checked by the chain hash it recorded)."""
     with engine.connect() as conn:
         followed = {p.name: tracking.followed(conn, p.name) for p in projections}
+    checked: set[tuple[int, bytes | None]] = set()  # read models at one place: one look
     for name, (at, hashed) in followed.items():
+        if (at, hashed) in checked:
+            continue
         problem = binding_problem(store, name, at, hashed)
         if problem is not None:
             raise ReadModelsDiverged(problem, projection=name, position=at)
+        checked.add((at, hashed))
     return {name: at for name, (at, _) in followed.items()}
 
 
@@ -129,6 +133,7 @@ class Runner:
         self._head = 0
         self._positions: dict[str, int] = {}
         self._worksets: dict[str, Workset] = {}
+        self._hashes: dict[int, bytes | None] = {}  # chain hashes of events read, by position
         self._seen = 0
         self._pending = 0
         self._last_request: object = None
@@ -198,7 +203,8 @@ class Runner:
             return True
         large = self.pause_gc and head - self._seen >= PAUSE_GC_FROM
         with _collector_paused() if large else nullcontext():
-            for page in reading.pages(self.store, self._seen, head, self.page_size):
+            for page in reading.pages(self.store, self._seen, head, self.page_size,
+                                      self._hashes):
                 if self._stop.is_set():
                     break
                 self._process(page, at_head=page[-1][0] == head)
@@ -254,7 +260,7 @@ class Runner:
                     self.catch_up(stop)
                     continue
                 self._head = self.head()
-                self._process(reading.decode(self.store, chunk),
+                self._process(reading.decode(self.store, chunk, self._hashes),
                               at_head=self._head == chunk[-1].id)
         finally:
             if feed is not None:
@@ -338,9 +344,15 @@ class Runner:
         return written
 
     def _chain_hash(self, position: int) -> bytes | None:
-        """The ledger's chain hash at ``position`` (``None`` where it keeps none)."""
-        found = self.store.recorder.select_notifications(position, 1)
-        return chain_hash(found[0]) if found and found[0].id == position else None
+        """The ledger's chain hash at ``position`` (``None`` where it keeps none): as read
+        with the events (those up to it are then forgotten), else asked for."""
+        if position in self._hashes:
+            found = self._hashes[position]
+            for seen in [p for p in self._hashes if p <= position]:
+                del self._hashes[seen]
+            return found
+        stored = self.store.recorder.select_notifications(position, 1)
+        return chain_hash(stored[0]) if stored and stored[0].id == position else None
 
     def _drain(self) -> None:
         """Wait for the batch in flight; if it failed, start again from the database."""

@@ -13,11 +13,10 @@ memory, appends run as in the library.
 
 Each append also extends the hash chain (``adapters/chain.py``) inside its transaction: it
 reads the newest row's position and chain hash and inserts its events at the positions that
-follow (what SQLite would have given them), each with its link. Another writer cannot slip
-in between: the writer lock orders appends, and without it SQLite refuses to upgrade a read
-transaction another writer has overtaken. Opening a file store runs ``PRAGMA quick_check``
-and refuses a corrupt file (``StoreUnusable``), and one whose events table predates the chain
-(``allocation-ledger db init`` migrates it).
+follow (what SQLite would have given them), each with its link, having taken SQLite's write
+lock first (a no-op write), so no other writer can slip in between. Opening a file store
+runs ``PRAGMA quick_check`` and refuses a corrupt file (``StoreUnusable``), and one whose
+events table predates the chain (``allocation-ledger db init`` migrates it).
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         self.chain_key = chain.key_from_environment()
         self.chain_table = f"{self.events_table_name}_chain"
         table = self.events_table_name
+        self._lock = f"UPDATE {self.chain_table} SET keyed = keyed WHERE 0"
         self._head = f"SELECT rowid, chain_hash FROM {table} ORDER BY rowid DESC LIMIT 1"
         self._insert = (f"INSERT INTO {table} (rowid, originator_id, originator_version, "
                         "topic, state, chain_hash) VALUES (?, ?, ?, ?, ?, ?)")
@@ -130,6 +130,10 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
     def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
                        **_: Any) -> Sequence[int] | None:
         """Insert the events at the positions after the newest, each with its link."""
+        # Take the write lock before reading the head: a read first would pin a snapshot
+        # that another writer to the file (the read models) can make stale, and SQLite then
+        # refuses the upgrade at once ("database is locked") instead of waiting its turn.
+        c.execute(self._lock)
         c.execute(self._head)
         head = c.fetchone()
         position, previous = (head[0], head[1] or chain.GENESIS) if head else (0, chain.GENESIS)

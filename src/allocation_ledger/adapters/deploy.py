@@ -75,13 +75,15 @@ def migrate_postgres(config: StoreConfig, key: chain.ChainKey | None) -> int | N
         curs.execute(SQL("LOCK TABLE {0} IN ACCESS EXCLUSIVE MODE").format(table))
         curs.execute(SQL("ALTER TABLE {0} ADD COLUMN IF NOT EXISTS chain_hash bytea")
                      .format(table))
-        curs.execute(SQL("SELECT notification_id, originator_id, originator_version, topic, "
-                         "state FROM {0} ORDER BY notification_id").format(table))
-        rows = curs.fetchall()
+        with conn.cursor(name="ledger_chain_migration") as rows:  # streamed, not held
+            rows.itersize = 10_000
+            rows.execute(SQL("SELECT notification_id, originator_id, originator_version, "
+                             "topic, state FROM {0} ORDER BY notification_id").format(table))
+            links = list(_links(rows, key))
         curs.execute("CREATE TEMP TABLE chained (id bigint PRIMARY KEY, hash bytea) "
                      "ON COMMIT DROP")
         with curs.copy("COPY chained (id, hash) FROM STDIN") as copy:
-            for link, position in _links(rows, key):
+            for link, position in links:
                 copy.write_row((position, link))
         curs.execute(SQL("UPDATE {0} AS e SET chain_hash = c.hash FROM chained AS c "
                          "WHERE e.notification_id = c.id").format(table))
@@ -90,11 +92,11 @@ def migrate_postgres(config: StoreConfig, key: chain.ChainKey | None) -> int | N
             names.qualified(names.chain_table)))
         curs.execute(SQL("INSERT INTO {0} VALUES (%s, %s, now(), %s)").format(
             names.qualified(names.chain_table)),
-            (key is not None, key.check() if key else None, rows[-1][0] if rows else 0))
+            (key is not None, key.check() if key else None, links[-1][1] if links else 0))
         for states in ("bytea[]", "json"):  # the append from before the chain
             curs.execute(SQL("DROP FUNCTION IF EXISTS {0}(uuid[], bigint[], text[], {1}, text)")
                          .format(names.qualified(names.function), SQL(states)))
-        return len(rows)
+        return len(links)
 
 
 def _links(rows: Iterable[Any], key: chain.ChainKey | None) -> Iterator[tuple[bytes, int]]:
@@ -111,9 +113,12 @@ def grant(config: StoreConfig, app_role: str | None, auditor_role: str | None) -
     schema = Identifier(names.schema)
     done: list[str] = []
     with psycopg.connect(**connection(config)) as conn, conn.cursor() as curs:
-        curs.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s "
-                     "AND tablename LIKE 'proj\\_%%'", (names.schema,))
-        read_models = [row[0] for row in curs.fetchall()] + ["proj_device_assignments"]
+        curs.execute("SELECT c.relname, c.relkind = 'r' FROM pg_class c JOIN pg_namespace n "
+                     "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN "
+                     "('r', 'v') AND c.relname LIKE 'proj\\_%%'", (names.schema,))
+        found = curs.fetchall()
+        read_models = [name for name, _ in found]
+        writable = [name for name, table in found if table]
         ledger = [EVENTS, names.chain_table, names.snapshots]
         for role in filter(None, (app_role, auditor_role)):
             who = Identifier(role)
@@ -130,7 +135,7 @@ def grant(config: StoreConfig, app_role: str | None, auditor_role: str | None) -
                 curs.execute(SQL("GRANT EXECUTE ON FUNCTION {0}(uuid[], bigint[], text[], {1},"
                                  " text, bytea, bytea) TO {2}").format(
                     names.qualified(names.function), SQL(states), who))
-            for name in read_models[:-1]:  # derived data, rebuilt at will
+            for name in writable:  # derived data, rebuilt at will
                 curs.execute(SQL("GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON {0} "
                                  "TO {1}").format(names.qualified(name), who))
             curs.execute(SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {0} TO {1}").format(

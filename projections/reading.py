@@ -15,6 +15,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 
 from allocation_ledger.adapters.decoding import Decoder
+from allocation_ledger.adapters.notifications import chain_hash
 
 #: (notification id, decoded domain event)
 Event = tuple[int, Any]
@@ -26,9 +27,13 @@ NUL_REPLACEMENT = "\ufffd"
 log = logging.getLogger(__name__)
 
 
-def decode(store: Application[Any], notifications: Sequence[Notification]) -> list[Event]:
-    """The domain events of these notifications, with their positions."""
+def decode(store: Application[Any], notifications: Sequence[Notification],
+           hashes: dict[int, bytes | None] | None = None) -> list[Event]:
+    """The domain events of these notifications, with their positions; ``hashes`` (if
+    given) gets the chain hash at each position."""
     to_event = Decoder(store.mapper)
+    if hashes is not None:
+        hashes.update((n.id, chain_hash(n)) for n in notifications)
     return [(n.id, _storable(n, to_event(n)) if NUL_IN_JSON in n.state else to_event(n))
             for n in notifications]
 
@@ -66,20 +71,27 @@ def _replaced(value: Any) -> Any:
     return value
 
 
-def pages(store: Application[Any], after: int, head: int, size: int) -> Iterator[list[Event]]:
-    """Every event after position ``after`` up to ``head``, in pages of ``size``, decoded."""
+def pages(store: Application[Any], after: int, head: int, size: int,
+          hashes: dict[int, bytes | None] | None = None) -> Iterator[list[Event]]:
+    """Every event after position ``after`` up to ``head``, in pages of ``size``, decoded;
+    ``hashes`` (if given) gets the chain hash at each position, in the caller's thread."""
     if after >= head:
         return
 
-    def fetch(start: int) -> list[Event]:
-        return decode(store, store.recorder.select_notifications(start, size, stop=head))
+    def fetch(start: int) -> tuple[list[Event], dict[int, bytes | None]]:
+        found = store.recorder.select_notifications(start, size, stop=head)
+        return decode(store, found), (
+            {n.id: chain_hash(n) for n in found} if hashes is not None else {})
 
     with ThreadPoolExecutor(1, thread_name_prefix="ledger-pages") as pool:
-        ahead: Future[list[Event]] | None = pool.submit(fetch, after + 1)
+        ahead: Future[tuple[list[Event], dict[int, bytes | None]]] | None = pool.submit(
+            fetch, after + 1)
         while ahead is not None:
-            page = ahead.result()
+            page, hashed = ahead.result()
             if not page:
                 return
+            if hashes is not None:
+                hashes.update(hashed)
             last = page[-1][0]
             ahead = pool.submit(fetch, last + 1) if last < head else None
             yield page

@@ -21,7 +21,7 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bootstrap import open_store
 from projections import catalog, tables, tracking
-from projections.runner import Runner
+from projections.runner import Runner, bound_positions
 from projections.store import empty, open_engine
 
 
@@ -129,9 +129,9 @@ class ReadModels:
     # -- reading -----------------------------------------------------------------------
 
     def positions(self) -> dict[str, int]:
-        """Each projection's stored position."""
-        with self.engine.connect() as conn:
-            return {p.name: tracking.position(conn, p.name) for p in self.projections}
+        """Each projection's stored position; ``ReadModelsDiverged`` if one followed a
+        history the ledger no longer has."""
+        return bound_positions(self.store, self.engine, self.projections)
 
     def wait(self, position: int, timeout: float = 10.0) -> None:
         """Block until every projection shows the ledger up to ``position`` (read your own

@@ -131,8 +131,11 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
     """Create the read models' tables and view if they are missing.
 
     Several processes may open the same store at once: the DDL says ``IF NOT EXISTS`` and
-    runs under a lock (PostgreSQL's advisory lock, SQLite's write lock).
+    runs under a lock (PostgreSQL's advisory lock, SQLite's write lock). Where every table
+    is there nothing is run, so a read-only role (an auditor) opens them.
     """
+    if _complete(engine, schema):
+        return
     with engine.connect().execution_options(immediate=True) as conn, conn.begin():
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
@@ -148,6 +151,23 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
         verb = "CREATE OR REPLACE VIEW" if engine.dialect.name == "postgresql" else (
             "CREATE VIEW IF NOT EXISTS")
         conn.execute(text(f"{verb} {tables.DEVICE_ASSIGNMENTS} AS {body}"))
+        if "chain_hash" not in {c["name"] for c in inspect(conn).get_columns("proj_tracking")}:
+            # read models from before the ledger's hash chain: bound from their next batch
+            conn.execute(text("ALTER TABLE proj_tracking ADD COLUMN chain_hash "
+                              f"{'bytea' if engine.dialect.name == 'postgresql' else 'BLOB'}"))
+
+
+def _complete(engine: Engine, schema: str | None) -> bool:
+    """True when every table and the view exist, with the tracking table's chain column."""
+    with engine.connect() as conn:
+        found = inspect(conn)
+        names = set(found.get_table_names(schema=schema))
+        if not set(tables.metadata.tables) <= names:
+            return False
+        if tables.DEVICE_ASSIGNMENTS not in found.get_view_names(schema=schema):
+            return False
+        return "chain_hash" in {c["name"] for c in found.get_columns("proj_tracking",
+                                                                     schema=schema)}
 
 
 def _device_assignments() -> Any:

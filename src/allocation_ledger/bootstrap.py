@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import sys
@@ -11,10 +12,12 @@ from contextlib import contextmanager
 import psycopg
 from eventsourcing.persistence import PersistenceError
 
+from allocation_ledger.adapters import chain, deploy
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import StoreConfig, parse_url
-from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable
+from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable, StoreUnusable
 
 #: What a store's drivers raise when it cannot be opened or reached: the boundary turns
 #: these into :class:`StoreUnavailable` (and the command line into one line, exit 1).
@@ -31,9 +34,11 @@ def is_store_failure(err: BaseException) -> bool:
 
 def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
-    created on first use, unless ``create`` is false (reads: :class:`StoreNotFound` when
-    there is no ledger there, and nothing is created). :class:`StoreUnavailable` when it
-    cannot be opened or reached."""
+    created on first use (nothing is created where they exist), unless ``create`` is false
+    (reads: :class:`StoreNotFound` when there is no ledger there, and nothing is created).
+    :class:`StoreUnavailable` when it cannot be opened or reached; :class:`StoreUnusable`
+    for a corrupt SQLite file, a ledger not yet migrated to the hash chain, or a chain key
+    not the ledger's."""
     config = parse_url(url)
     if not create:
         _check_file(config)
@@ -41,6 +46,9 @@ def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventSto
     try:
         with _schema_lock(config):
             store = EventStore(env=config.env)
+    except sqlite3.DatabaseError as err:  # damaged past what quick_check could read
+        raise StoreUnusable(f"the SQLite file {config.env.get('SQLITE_DBNAME')} is "
+                            f"corrupt ({err}): restore it from a backup") from err
     except STORE_FAILURES as err:
         raise StoreUnavailable(config.redacted_url, one_line(err)) from err
     if not create:
@@ -78,6 +86,44 @@ def _check_tables(store: EventStore, config: StoreConfig) -> None:
         if "no such table" in str(err) or "does not exist" in str(err):
             raise StoreNotFound(config.redacted_url, "it has no ledger tables") from err
         raise StoreUnavailable(config.redacted_url, one_line(err)) from err
+
+
+def init_store(url: str | None = None, *, app_role: str | None = None,
+               auditor_role: str | None = None) -> deploy.Initialised:
+    """The deploy step (``allocation-ledger db init``), run as the schema's owner: create
+    the schema (and the read models' tables), or migrate a ledger from before the hash
+    chain; replace the append functions; grant the roles named their rights."""
+    config = parse_url(url)
+    key = chain.key_from_environment()
+    if config.kind == "sqlite":
+        path = config.env["SQLITE_DBNAME"]
+        created = not os.path.exists(path)
+        migrated = None if created else deploy.migrate_sqlite(path, key)
+    elif config.kind == "postgresql":
+        created = deploy.state_of(config) == deploy.ABSENT
+        migrated = deploy.migrate_postgres(config, key)
+    else:
+        return deploy.Initialised(True, None)
+    store, _ = open_store(url)
+    try:
+        if isinstance(store.recorder, OneTripApplicationRecorder):
+            store.recorder.create_schema()
+        _create_read_models(store)
+    finally:
+        store.close()
+    granted: list[str] = []
+    if config.kind == "postgresql" and (app_role or auditor_role):
+        granted = deploy.grant(config, app_role, auditor_role)
+    return deploy.Initialised(created, migrated, tuple(granted))
+
+
+def _create_read_models(store: EventStore) -> None:
+    """The read models' tables beside the ledger, when the projections package is there."""
+    try:
+        where = importlib.import_module("projections.store")
+    except ImportError:
+        return
+    where.open_engine(store.env).dispose()
 
 
 @contextmanager

@@ -106,6 +106,8 @@ def parse_url(url: str | None = None) -> StoreConfig:
             "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
             "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+            # the recorder creates the schema where there is none, and nothing otherwise
+            "CREATE_TABLE": "n",
             "APPLICATION_RECORDER_TOPIC":
                 "allocation_ledger.adapters.postgres:OneTripApplicationRecorder",
         }

@@ -28,6 +28,8 @@ COMMANDS = [
     "allocation_ledger.cli.show",
     "allocation_ledger.cli.projections",
     "allocation_ledger.cli.audit",
+    "allocation_ledger.cli.digest",
+    "allocation_ledger.cli.db",
     "allocation_ledger.cli.history",
     "allocation_ledger.cli.state_at",
     "allocation_ledger.cli.bench",

@@ -1,7 +1,8 @@
 """``allocation-ledger audit``: replay the ledger and check every invariant.
 
-Prints a readable report (or JSON with ``--json``) and exits 1 when an invariant is broken,
-0 otherwise (warnings, such as migrations in flight for too long, do not fail the audit).
+Prints a readable report (or JSON with ``--json``) and exits 1 when an invariant is broken
+or the hash chain or a recorded digest (``--digest FILE``) shows the history changed, 0
+otherwise (warnings, such as migrations in flight for too long, do not fail the audit).
 Long replays draw a progress bar on stderr when it is a terminal.
 """
 
@@ -12,6 +13,7 @@ import json
 import sys
 from typing import TextIO
 
+from allocation_ledger.audit.chain import read_digests
 from allocation_ledger.audit.pointintime import cut
 from allocation_ledger.audit.run import AuditReport, audit
 from allocation_ledger.cli import values
@@ -40,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare the read models with the replay: auto (those beside "
                              "the ledger, when the projections package is installed and has "
                              "built them), off, or the URL of the store they live in")
+    parser.add_argument("--digest", action="append", default=[], metavar="FILE",
+                        help="a digest recorded by `allocation-ledger digest --json` (a "
+                             "file of one or several; repeatable): the ledger up to each "
+                             "must be unchanged")
     parser.add_argument("--no-snapshots", action="store_true",
                         help="do not compare stored snapshots with the replay")
     add_output_arguments(parser)
@@ -47,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Audit the store ``--url`` names; 1 if an invariant is broken."""
+    digests = read_digests(args.digest)
     with store_of(args) as store:
         stop = None
         if args.to_position is not None or args.until is not None:
@@ -54,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         report = audit(store, start=args.from_position, stop=stop,
                        stale_after=args.stale_after, snapshots=not args.no_snapshots,
                        projections=_projections(args.projections),
-                       progress=progress_bar(args))
+                       progress=progress_bar(args), digests=digests)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

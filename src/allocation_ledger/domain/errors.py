@@ -293,3 +293,11 @@ class StoreUnavailable(LedgerError):
 
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"cannot use the store {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnusable(LedgerError):
+    """Raised when the store cannot be used as it is: a corrupt file, a schema without the
+    hash chain (an old ledger not yet migrated), or a chain key that is not the ledger's."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message, **fields)

@@ -15,8 +15,9 @@ Nothing here runs at import time.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from allocation_ledger.domain.errors import InvalidRequest
 
@@ -25,6 +26,10 @@ URL_ENV_VAR = "LEDGER_URL"
 CACHE_SIZE = 200_000
 CACHE_SIZE_ENV_VAR = "LEDGER_CACHE_SIZE"
 POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout"})
+#: A schema name is a plain SQL identifier; it is still quoted wherever it reaches SQL.
+SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+#: Integer parameters and their smallest allowed value.
+INTEGER_PARAMETERS = {"pool_size": 1, "max_overflow": 0, "lock_timeout": 0}
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ def cache_size() -> int:
 def parse_url(url: str | None = None) -> StoreConfig:
     """Turn a store URL into settings; :class:`InvalidRequest` for one we cannot use."""
     url = resolve_url(url)
+    if not isinstance(url, str) or not url.isprintable():
+        raise InvalidRequest(f"a store URL is printable text, got {url!r}", url=url)
     parts = urlsplit(url)
     scheme = parts.scheme.split("+")[0]
     common = {
@@ -104,18 +111,21 @@ def parse_url(url: str | None = None) -> StoreConfig:
         dbname = unquote(parts.path.lstrip("/"))
         if not dbname:
             raise InvalidRequest(f"no database name in {url!r}", url=url)
+        _check_parameters(query, url)
         env = {
             **common,
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
             "POSTGRES_HOST": parts.hostname or "127.0.0.1",
-            "POSTGRES_PORT": str(parts.port or 5432),
+            "POSTGRES_PORT": str(_port(parts, url)),
             "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
             "POSTGRES_POOL_SIZE": query.get("pool_size", "5"),
             "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
             "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+            # the recorder creates the schema where there is none, and nothing otherwise
+            "CREATE_TABLE": "n",
             "APPLICATION_RECORDER_TOPIC":
                 "allocation_ledger.adapters.postgres:OneTripApplicationRecorder",
         }
@@ -126,3 +136,27 @@ def parse_url(url: str | None = None) -> StoreConfig:
         f"unsupported store URL {url!r}: use sqlite:///path, postgresql://... or memory://",
         url=url,
     )
+
+
+def _port(parts: SplitResult, url: str) -> int:
+    try:
+        return parts.port or 5432
+    except ValueError:
+        raise InvalidRequest(f"bad port in {url!r}: a number from 1 to 65535",
+                             url=url) from None
+
+
+def _check_parameters(query: dict[str, str], url: str) -> None:
+    """Refuse a schema that is not a plain identifier (it must never carry SQL) and integer
+    parameters that are not integers in range."""
+    schema = query.get("schema")
+    if schema is not None and not SCHEMA_NAME.fullmatch(schema):
+        raise InvalidRequest(
+            f"bad schema name {schema!r} in {url!r}: letters, digits and _, not starting "
+            "with a digit, at most 63", url=url, schema=schema)
+    for name, least in INTEGER_PARAMETERS.items():
+        value = query.get(name)
+        number = value is not None and value.isascii() and value.isdecimal()
+        if value is not None and not (number and int(value) >= least):
+            raise InvalidRequest(f"bad {name} {value!r} in {url!r}: an integer of at least "
+                                 f"{least}", url=url, **{name: value})

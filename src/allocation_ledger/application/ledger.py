@@ -17,10 +17,12 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import moving, providing
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.inputs import (
+    AgeIn,
     ClaimIn,
     ConsumerWriteIn,
     ReleaseIn,
-    UuidIn,
+    WritesIn,
+    canonical_uuid,
     parse,
     request_meta,
 )
@@ -112,9 +114,9 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         release), ``expected_generation``, ``project_id``, ``user_id`` and optionally
         ``consumer_type`` and ``devices``. All succeed or none does.
         """
-        if not writes:
+        if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
-        cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
+        cmds = parse(WritesIn, writes=writes).writes
         meta = request_meta(request)
 
         def decide(s: Session) -> Session:
@@ -160,17 +162,17 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        return _view(Session(self.store), _uuid(consumer_uuid))
+        return _view(Session(self.store), canonical_uuid(consumer_uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
-        return ProviderView.of(Session(self.store).provider(_uuid(provider_uuid)))
+        return ProviderView.of(Session(self.store).provider(canonical_uuid(provider_uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
         """Every provider of a tree (the root and all below it), by UUID."""
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
-        pending = [_uuid(root_uuid)]
+        pending = [canonical_uuid(root_uuid)]
         while pending:
             provider = session.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
@@ -183,15 +185,17 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
-        return MigrationView.of(Session(self.store).migration(_uuid(migration_uuid)))
+        return MigrationView.of(Session(self.store).migration(canonical_uuid(migration_uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
-        ``older_than_seconds`` ago (the leaks an operator looks for)."""
-        now = now or datetime.now(UTC)
+        ``older_than_seconds`` ago (the leaks an operator looks for); ``now`` must carry a
+        timezone."""
+        age = parse(AgeIn, older_than_seconds=older_than_seconds, now=now)
+        now = age.now or datetime.now(UTC)
         views = [v for v in self._migrations() if v.status == "in-progress"]
-        return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
+        return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
                       key=lambda v: v.started_at)
 
     def _migrations(self) -> Iterator[MigrationView]:
@@ -212,10 +216,6 @@ def _view(session: Session, consumer_uuid: str) -> ConsumerView:
     found = session.consumer(consumer_uuid)
     moving_with = claims.in_flight_migration(session, found)
     return ConsumerView.of(consumer_uuid, found, moving_with.uuid if moving_with else None)
-
-
-def _uuid(value: str) -> str:
-    return parse(UuidIn, value=value).value
 
 
 def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:

@@ -8,11 +8,13 @@ from typing import Any
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import (
+    ClassIn,
     DeleteProviderIn,
     DevicesSetIn,
     InventoriesIn,
     InventoryIn,
     ProviderIn,
+    RenameProviderIn,
     RequestIn,
     parse,
     request_meta,
@@ -104,11 +106,13 @@ class ProviderCommands(Commands):
         request: Mapping[str, str] | None = None,
     ) -> ProviderView:
         """Add or update one class's inventory, keeping the others."""
-        current = self.provider(provider_uuid)
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        current = self.provider(cmd.provider_uuid)
         merged: dict[str, Mapping[str, Any]] = {
             rc: inv.to_dict() for rc, inv in current.inventories.items()
         }
-        merged[resource_class] = inventory
+        merged[cmd.resource_class] = inventory
         return self.set_inventories(provider_uuid, merged, expected_generation, request=request)
 
     def delete_inventory(
@@ -120,11 +124,13 @@ class ProviderCommands(Commands):
         request: Mapping[str, str] | None = None,
     ) -> ProviderView:
         """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
-        current = self.provider(provider_uuid)
-        if resource_class not in current.inventories:
-            raise ResourceClassNotOnProvider(current.provider_uuid, resource_class)
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        current = self.provider(cmd.provider_uuid)
+        if cmd.resource_class not in current.inventories:
+            raise ResourceClassNotOnProvider(current.provider_uuid, cmd.resource_class)
         rest = {rc: inv.to_dict() for rc, inv in current.inventories.items()
-                if rc != resource_class}
+                if rc != cmd.resource_class}
         return self.set_inventories(provider_uuid, rest, expected_generation, request=request)
 
     def set_devices(
@@ -138,14 +144,34 @@ class ProviderCommands(Commands):
     ) -> ProviderView:
         """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
         PMEM namespaces); the class's inventory total becomes their count. Removing a held
-        device is refused."""
+        device is refused; ``device_ids`` is a list (not a string) of at most
+        :data:`~allocation_ledger.application.inputs.MAX_DEVICE_IDS` distinct ids."""
         cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
-                    device_ids=list(device_ids), expected_generation=expected_generation)
+                    device_ids=device_ids, expected_generation=expected_generation)
         meta = request_meta(request)
 
         def decide(s: Session) -> None:
             provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
             provider.set_devices(cmd.resource_class, cmd.device_ids, meta)
+
+        self._run(decide)
+        return self.provider(cmd.provider_uuid)
+
+    def rename_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+    ) -> ProviderView:
+        """Rename a provider (Placement's ``PUT /resource_providers/{uuid}``)."""
+        cmd = parse(RenameProviderIn, provider_uuid=provider_uuid, name=name,
+                    expected_generation=expected_generation)
+        meta = request_meta(request)
+
+        def decide(s: Session) -> None:
+            s.pinned_provider(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name, meta)
 
         self._run(decide)
         return self.provider(cmd.provider_uuid)

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.eventstore import EventStore
@@ -33,6 +33,7 @@ from allocation_ledger.domain.errors import (
     MigrationNotFound,
     ProviderGenerationConflict,
     ProviderNotFound,
+    StoreUnusable,
 )
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
@@ -227,6 +228,8 @@ class Session:
             self._store.save(*changed)
         except IntegrityError as err:
             self._explain_clash(err)
+        except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
+            raise StoreUnusable(f"the store refused the append: {err}") from err
         self._store.remember(p for p in changed if isinstance(p, Provider))
         return count
 

@@ -40,6 +40,11 @@ def table(results: dict[str, Any]) -> str:
 
 def _rows(result: dict[str, Any]) -> Iterator[str]:
     yield _row("single claims", result["single"])
+    if result.get("chain"):
+        found = result["chain"]
+        yield (f"  hash chain: {found['rate']:,.1f} chained claims/s beside "
+               f"{found['floor']['rate']:,.1f} unchained in the same run: "
+               f"{found['vs_floor'] * 100:.1f}%")
     if "threads" in result:
         found = result["threads"]
         yield _row(f"claims, {found['threads']} threads at once", found)

@@ -37,6 +37,7 @@ from allocation_ledger.bench.stats import (
     run_for,
     run_together,
 )
+from allocation_ledger.bench.unchained import open_unchained
 from allocation_ledger.bench.workload import a_host, batch_claimer, claimer, shared_claimer
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, SHARED, run_writers
 from allocation_ledger.bootstrap import open_ledger
@@ -86,6 +87,8 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
             batches = {size: _batch(ledger, table, size, settings.duration)
                        for size in settings.batch_sizes}
             parts = claim_breakdown(ledger, a_host(ledger), settings.breakdown_claims)
+    progress(f"{kind}: single claims with the hash chain, beside a twin without")
+    chained = _chain_cost(kind, workdir, settings)
     progress(f"{kind}: cost of history (growing to {settings.grow_to:,} events)")
     with scratch_store(kind, workdir, settings.postgres_url, "small") as small, \
             scratch_store(kind, workdir, settings.postgres_url, "large") as large:
@@ -93,6 +96,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                                 settings.grow_to, settings.history_claims)
     return {
         "single": figure(*single),
+        "chain": chained,
         "threads": threads,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
@@ -135,6 +139,22 @@ def _batch(ledger: Ledger, table: RawTable, size: int, duration: float) -> dict[
          (lambda: table.copy_many(size), size)],
         duration, warmup=1)
     return figure(claims, many, also={"copy": copied})
+
+
+def _chain_cost(kind: str, workdir: Path, settings: Settings) -> dict[str, Any] | None:
+    """Single claims on a fresh chained store in alternating slices with single claims on
+    its fresh unchained twin: ``vs_floor`` is chained over unchained."""
+    if kind == "memory":
+        return None  # the in-memory store keeps no chain
+    with scratch_store(kind, workdir, settings.postgres_url, "chained") as url, \
+            scratch_store(kind, workdir, settings.postgres_url, "unchained") as bare:
+        ledger, twin = open_ledger(url), open_unchained(bare)
+        try:
+            return figure(*paired(claimer(ledger, a_host(ledger)), claimer(twin, a_host(twin)),
+                                  settings.duration))
+        finally:
+            ledger.close()
+            twin.close()
 
 
 def _writers(url: str, target: str, kind: str, settings: Settings,

@@ -107,6 +107,15 @@ class ProviderInUse(LedgerError):
         )
 
 
+class ProviderHasChildren(ProviderInUse):
+    """Raised when deleting a provider that still has child providers."""
+
+    def __init__(self, provider_uuid: str, children: list[str]) -> None:
+        super().__init__(provider_uuid, f"it has children {', '.join(children)}")
+        self.fields["children"] = children
+        self.children = children
+
+
 class InventoryInUse(LedgerError):
     """Raised when removing a resource class that still has allocations against it."""
 
@@ -268,3 +277,27 @@ class MigrationInProgress(LedgerError):
             instance_uuid=instance_uuid,
             migration_uuid=migration_uuid,
         )
+
+
+class StoreNotFound(LedgerError):
+    """Raised when a read names a store that holds no ledger (a missing file, a database
+    or schema without the ledger's tables): reads never create one."""
+
+    def __init__(self, url: str, reason: str, what: str = "ledger") -> None:
+        super().__init__(f"no {what} at {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnavailable(LedgerError):
+    """Raised when the store cannot be opened or reached (server down, bad host or user,
+    a file that is not a database or cannot be read)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot use the store {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnusable(LedgerError):
+    """Raised when the store cannot be used as it is: a corrupt file, a schema without the
+    hash chain (an old ledger not yet migrated), or a chain key that is not the ledger's."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message, **fields)

@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 #: A catch-up this many events behind pauses the cyclic garbage collector (see
 #: :func:`_collector_paused`); a follower's small ones leave it alone.
 PAUSE_GC_FROM = 10_000
+#: Groups (and stream names) a projection's cache holds before it lets the oldest go:
+#: about a kilobyte each, so a catch-up of any length stays within tens of megabytes.
+MAX_CACHED_GROUPS = 50_000
 
 Progress = Callable[[int, int], None]  # (position committed, ledger head), after each commit
 
@@ -118,7 +121,7 @@ class Runner:
         *,
         batch_size: int = 5000,
         page_size: int = 5000,
-        max_cached_groups: int = 200_000,
+        max_cached_groups: int = MAX_CACHED_GROUPS,
         progress: Progress | None = None,
         pause_gc: bool = True,
     ) -> None:

@@ -9,7 +9,8 @@ writes them with the projection's new position in one transaction. A group is re
 group it touched, however many events it held.
 
 The cache outlives a commit (after a commit it is what the database holds), so a follower
-never re-reads what it wrote. It is dropped when it grows too large, and on any failure.
+never re-reads what it wrote. Its oldest groups are let go when it grows too large (a
+rebuild of any length runs in bounded memory), and all of it on any failure.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -145,10 +147,22 @@ class Workset:
         return changes
 
     def trim(self, max_groups: int) -> None:
-        """Drop the cache if it holds more than ``max_groups`` groups and nothing unwritten
-        (call it before a prefetch: the groups of the events to come must stay loaded)."""
-        if len(self._rows) > max_groups and not self._dirty and not self._new_names:
-            self.forget()
+        """When the cache holds more than ``max_groups`` groups or stream names, let go of
+        the oldest written ones until about half that many are left: memory stays bounded
+        however long the ledger, and what is let go is read back from the tables when an
+        event names it again (call it before a prefetch, which reads back what the events
+        to come need)."""
+        if len(self._rows) <= max_groups and len(self._names) <= max_groups:
+            return
+        keep = max_groups // 2
+        for key in list(islice(self._rows, max(len(self._rows) - keep, 0))):
+            if key not in self._dirty:  # unwritten changes stay until taken
+                del self._rows[key]
+                self._stored.discard(key)
+        for stream in list(islice(self._names, max(len(self._names) - keep, 0))):
+            if stream not in self._new_names:
+                del self._names[stream]
+        self.complete = False
 
     def forget(self) -> None:
         """Drop the cache (after a failed commit, or to bound memory); reads come back."""

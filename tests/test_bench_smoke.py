@@ -43,9 +43,11 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for kind, result in results["stores"].items():
-        assert set(result) == {"single", "chain", "writers", "moves", "batches", "history",
-                               "breakdown"}
+        assert set(result) == {"single", "chain", "threads", "writers", "moves", "batches",
+                               "history", "breakdown"}
         assert_figure(result["single"])
+        assert_figure(result["threads"])
+        assert result["threads"]["threads"] == 32
         if kind == "memory":
             assert result["chain"] is None  # the in-memory store keeps no chain
         else:
@@ -53,6 +55,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
             assert_figure(by_writers["claims"])
+            assert_figure(by_writers["shared"])
         assert set(result["moves"]) == {"confirm", "revert"}
         for move in result["moves"].values():
             assert_figure(move)
@@ -61,6 +64,9 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert result["batches"]["10"]["items_per_op"] == 10
         for batch in result["batches"].values():
             assert_figure(batch)
+            assert batch["copy"]["rate"] > 0
+            assert batch["vs_copy"] == pytest.approx(batch["rate"] / batch["copy"]["rate"],
+                                                     rel=0.01)
         history = result["history"]
         assert history["events"]["grown"] >= 1200 > history["events"]["before"] >= 200
         for side in ("before", "after", "twin"):

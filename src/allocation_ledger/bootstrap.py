@@ -155,16 +155,19 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
 def open_ledger(
     url: str | None = None, *, read_side: bool = False, projections_url: str | None = None,
     create: bool = True,
+    group_commit: bool = False,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
 
     With ``read_side`` its projections are plugged in as ``ledger.reads`` (kept in the
     ledger's own database, or in ``projections_url``). With ``create=False`` (readers) a
-    store without a ledger is :class:`StoreNotFound` and nothing is created.
+    store without a ledger is :class:`StoreNotFound` and nothing is created. With
+    ``group_commit`` the commands its threads send together share appends (see
+    ``application/grouping.py``).
     """
     store, _ = open_store(url, create=create)
-    ledger = Ledger(store)
+    ledger = Ledger(store, group_commit=group_commit)
     if read_side:
         from projections.readmodels import ReadModels
         from projections.service import ProjectedReadSide

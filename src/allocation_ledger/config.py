@@ -6,7 +6,10 @@
 - ``memory://`` (an in-process store, for tests and experiments)
 
 The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
-default. Nothing here runs at import time.
+default. ``LEDGER_CACHE_SIZE`` (default 200,000) is how many aggregates a process keeps in
+its cache: a claim on a cached host reads nothing, so it should exceed the number of hosts
+one process writes to (an entry is a few kilobytes, and only streams used take one).
+Nothing here runs at import time.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from allocation_ledger.domain.errors import InvalidRequest
 
 DEFAULT_URL = "sqlite:///ledger.db"
 URL_ENV_VAR = "LEDGER_URL"
-CACHE_SIZE = 10_000
+CACHE_SIZE = 200_000
+CACHE_SIZE_ENV_VAR = "LEDGER_CACHE_SIZE"
 POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout"})
 #: A schema name is a plain SQL identifier; it is still quoted wherever it reaches SQL.
 SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -51,6 +55,20 @@ def resolve_url(url: str | None = None) -> str:
     return url or os.environ.get(URL_ENV_VAR) or DEFAULT_URL
 
 
+def cache_size() -> int:
+    """``$LEDGER_CACHE_SIZE``, else :data:`CACHE_SIZE`; :class:`InvalidRequest` unless a
+    positive number."""
+    text = os.environ.get(CACHE_SIZE_ENV_VAR) or str(CACHE_SIZE)
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise InvalidRequest(f"{CACHE_SIZE_ENV_VAR} must be a positive number, got {text!r}",
+                             cache_size=text)
+    return size
+
+
 def parse_url(url: str | None = None) -> StoreConfig:
     """Turn a store URL into settings; :class:`InvalidRequest` for one we cannot use."""
     url = resolve_url(url)
@@ -59,7 +77,7 @@ def parse_url(url: str | None = None) -> StoreConfig:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+")[0]
     common = {
-        "AGGREGATE_CACHE_MAXSIZE": str(CACHE_SIZE),
+        "AGGREGATE_CACHE_MAXSIZE": str(cache_size()),
         "AGGREGATE_CACHE_FASTFORWARD": "y",
         "AGGREGATE_CACHE_FASTFORWARD_SKIPPING": "n",
         "DEEPCOPY_FROM_AGGREGATE_CACHE": "y",

@@ -14,6 +14,9 @@ from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.reading import entries
 from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.migration import Migration
+from tests.builders import a_host, new_id
 from tests.projections.random_ledger import populate
 
 
@@ -59,10 +62,41 @@ def test_replay_rebuilds_every_stream_exactly_as_the_store_loads_it(
     long_ledger: tuple[Ledger, set[int]],
 ) -> None:
     ledger, _ = long_ledger
-    state = replay(ledger.store)
+    state = replay(ledger.store, every_consumer=True)
     assert len(state.aggregates) > 500
     for stream, aggregate in state.aggregates.items():
         assert fingerprint(aggregate) == fingerprint(ledger.store.repository.get(stream))
+
+
+def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing(
+    long_ledger: tuple[Ledger, set[int]],
+) -> None:
+    ledger, _ = long_ledger
+    everything = replay(ledger.store, every_consumer=True)
+    kept = replay(ledger.store)
+
+    held = {stream for stream, a in everything.aggregates.items()
+            if not isinstance(a, Consumer) or a.allocations or a.devices
+            or (isinstance(a, Migration) and a.in_flight)}
+    assert set(kept.aggregates) == held < set(everything.aggregates)
+    for stream in held:  # consumers let go and read back later replay the same
+        assert fingerprint(kept.aggregates[stream]) == fingerprint(
+            everything.aggregates[stream])
+
+
+def test_a_consumer_let_go_is_read_back_when_it_claims_again() -> None:
+    with open_ledger("memory://") as ledger:
+        host, vm = a_host(ledger), new_id()
+        ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p", user_id="u")
+        ledger.release(vm, 1)
+        ledger.claim(vm, {host: {"VCPU": 2}}, None, project_id="p", user_id="u")
+
+        report = audit(ledger.store)
+        state = replay(ledger.store)
+
+    assert report.findings == []
+    consumer = state.consumers[vm]
+    assert (consumer.version, consumer.allocations) == (3, {host: {"VCPU": 2}})
 
 
 def test_the_splitter_cuts_only_where_an_append_really_ended(

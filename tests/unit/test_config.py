@@ -68,3 +68,21 @@ def test_the_environment_cannot_redirect_or_reconfigure_the_store(
         assert ledger.store.env.get("DEEPCOPY_FROM_AGGREGATE_CACHE") == "y"
     assert (tmp_path / "asked.db").exists()
     assert not elsewhere.exists()
+
+
+def test_the_cache_holds_two_hundred_thousand_aggregates_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LEDGER_CACHE_SIZE", raising=False)
+    assert parse_url("memory://").env["AGGREGATE_CACHE_MAXSIZE"] == "200000"
+    monkeypatch.setenv("LEDGER_CACHE_SIZE", "30000")
+    assert parse_url("sqlite:///x.db").env["AGGREGATE_CACHE_MAXSIZE"] == "30000"
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "lots"])
+def test_a_cache_size_that_is_no_positive_number_is_refused(
+    size: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LEDGER_CACHE_SIZE", size)
+    with pytest.raises(InvalidRequest, match="LEDGER_CACHE_SIZE"):
+        parse_url("memory://")

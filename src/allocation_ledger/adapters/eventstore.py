@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType, strtobool
 
+from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.adapters.sqlite import QueuedSQLiteApplicationRecorder
@@ -57,6 +58,8 @@ class EventStore(Application[UUID]):
         # another thread is fast-forwarding (a torn read). One lock per stripe of streams
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
+        #: providers other writers lately clashed on (read fresh for a while: see there)
+        self.contention = Contention()
         super().__init__(env=dict(env))
         create = strtobool(env.get(CREATE_LEDGER, "y"))
         if isinstance(self.recorder, OneTripApplicationRecorder):
@@ -84,14 +87,25 @@ class EventStore(Application[UUID]):
         the class hierarchy on Python 3.11: a tenth of a batch of a thousand claims); only
         aggregates are saved here.
         """
-        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        events: list[Any] = []
+        aggregates: list[Aggregate] = []
         for obj in objs:
             if obj is None:
                 continue
             if not isinstance(obj, Aggregate):
                 raise TypeError(f"only aggregates are saved, not {obj!r}")
-            processing.events.extend(obj.collect_events())
-            processing.aggregates[obj.id] = obj
+            events.extend(obj.collect_events())
+            aggregates.append(obj)
+        return self.append(events, aggregates, **kwargs)
+
+    def append(self, events: list[Any], aggregates: Iterable[Aggregate],
+               **kwargs: Any) -> list[Recording[UUID]]:
+        """Append ``events`` (already collected from ``aggregates``) in this order, in one
+        transaction, and take the snapshots due: ``save`` for several commands at once."""
+        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        processing.events.extend(events)
+        for aggregate in aggregates:
+            processing.aggregates[aggregate.id] = aggregate
         processing.saved_kwargs.update(kwargs)
         recordings = self._record(processing)
         self._take_snapshots(processing)

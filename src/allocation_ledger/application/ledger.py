@@ -15,6 +15,7 @@ from eventsourcing.utils import get_topic
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import moving, providing
+from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.inputs import (
     AgeIn,
     ClaimIn,
@@ -26,7 +27,7 @@ from allocation_ledger.application.inputs import (
     request_meta,
 )
 from allocation_ledger.application.readside import ReadSide
-from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import claims
 from allocation_ledger.domain.errors import InvalidRequest
@@ -42,8 +43,9 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
     Safe to share between threads; many processes may write to one PostgreSQL store.
     """
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, *, group_commit: bool = False) -> None:
         self.store = store
+        self.commits = GroupCommit(store, enabled=group_commit)
         self.read_side: ReadSide | None = None
 
     @property
@@ -99,7 +101,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             return s
 
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
-        return _view(run(self.store, decide, new), cmd.consumer_uuid)
+        return _view(self._run(decide, new), cmd.consumer_uuid)
 
     def write_allocations(
         self,
@@ -123,7 +125,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             return s
 
         new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
-        session = run(self.store, decide, new)
+        session = self._run(decide, new)
         return [_view(session, c.consumer_uuid) for c in cmds]
 
     def release(
@@ -142,8 +144,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
         meta = request_meta(request)
-        return run(self.store, lambda s: claims.release(s, cmd.consumer_uuid,
-                                                        cmd.expected_generation, meta))
+        return self._run(lambda s: claims.release(s, cmd.consumer_uuid,
+                                                  cmd.expected_generation, meta))
 
     def force_release(
         self, consumer_uuid: str, *, request: Mapping[str, str] | None = None
@@ -153,7 +155,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
         meta = request_meta(request)
-        return run(self.store, lambda s: claims.release(s, cmd.consumer_uuid, None, meta,
+        return self._run(lambda s: claims.release(s, cmd.consumer_uuid, None, meta,
                                                         forced=True))
 
     # -- reads ------------------------------------------------------------------------------

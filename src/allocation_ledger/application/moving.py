@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import MoveIn, ResolveIn, parse, request_meta
-from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import MigrationView
 from allocation_ledger.domain import moves
 from allocation_ledger.domain.errors import InvalidRequest
@@ -22,7 +23,7 @@ def _plain(allocations: Mapping[str, Mapping[str, int]] | None) -> Allocations |
     return {rp: dict(r) for rp, r in allocations.items()}
 
 
-class MoveCommands:
+class MoveCommands(Commands):
     """Commands that move an instance's resources. Each takes the generations it depends on
     and appends everything in one write; a conflict at any step changes nothing."""
 
@@ -37,7 +38,7 @@ class MoveCommands:
             decide(session)
             return session
 
-        return MigrationView.of(run(self.store, deciding, new).migration(migration_uuid))
+        return MigrationView.of(self._run(deciding, new).migration(migration_uuid))
 
     def swap(
         self,

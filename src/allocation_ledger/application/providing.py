@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import (
     ClassIn,
     DeleteProviderIn,
@@ -18,7 +19,7 @@ from allocation_ledger.application.inputs import (
     parse,
     request_meta,
 )
-from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.domain.errors import (
     ProviderExists,
@@ -33,7 +34,7 @@ def _inventory(model: InventoryIn) -> Inventory:
     return Inventory(**model.model_dump())
 
 
-class ProviderCommands:
+class ProviderCommands(Commands):
     """Commands on providers; every inventory change takes the expected provider generation
     and a stale one is a :class:`ProviderGenerationConflict`."""
 
@@ -70,7 +71,7 @@ class ProviderCommands:
                     {rc: _inventory(i) for rc, i in invs.inventories.items()}, meta
                 )
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def set_inventories(
@@ -92,7 +93,7 @@ class ProviderCommands:
                 {rc: _inventory(i) for rc, i in cmd.inventories.items()}, meta
             )
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def set_inventory(
@@ -153,7 +154,7 @@ class ProviderCommands:
             provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
             provider.set_devices(cmd.resource_class, cmd.device_ids, meta)
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def rename_provider(
@@ -172,7 +173,7 @@ class ProviderCommands:
         def decide(s: Session) -> None:
             s.pinned_provider(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name, meta)
 
-        run(self.store, decide)
+        self._run(decide)
         return self.provider(cmd.provider_uuid)
 
     def delete_provider(
@@ -197,4 +198,4 @@ class ProviderCommands:
                     parent = None
             provider.delete(parent, meta)
 
-        run(self.store, decide)
+        self._run(decide)

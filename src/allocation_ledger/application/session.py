@@ -13,15 +13,17 @@ all, a bounded number of times.
 
 from __future__ import annotations
 
+import copy
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, ProgrammingError
 
+from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
@@ -51,8 +53,13 @@ class Session:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
 
     def __init__(self, store: EventStore, *, optimistic: bool = False,
-                 new_consumers: Iterable[str] = ()) -> None:
+                 new_consumers: Iterable[str] = (), group: Group | None = None) -> None:
         self._store = store
+        #: the group commit this command is decided in, if any (see ``grouping``)
+        self._group = group
+        self._contention: Contention = store.contention
+        #: the providers the last ``save`` wrote to (whether or not the store took it)
+        self.written: list[str] = []
         #: read providers from this process's cache without asking the store (see ``run``)
         self._optimistic = optimistic
         self._cached_reads: set[str] = set()
@@ -130,10 +137,15 @@ class Session:
 
     def any_provider(self, provider_uuid: str) -> Provider | None:
         """The provider even if deleted, or ``None`` if it was never registered."""
+        if provider_uuid not in self._providers and self._group is not None and (
+                provider_uuid in self._group.providers):
+            # changed by an earlier command of the group: decide on the group's state
+            self._providers[provider_uuid] = copy.deepcopy(self._group.providers[provider_uuid])
         if provider_uuid not in self._providers:
-            found = self._store.get(provider_stream_id(provider_uuid), cached=self._optimistic)
+            cached = self._optimistic and not self._contention.contended(provider_uuid)
+            found = self._store.get(provider_stream_id(provider_uuid), cached=cached)
             self._providers[provider_uuid] = found if isinstance(found, Provider) else None
-            if self._optimistic:
+            if cached:
                 self._cached_reads.add(provider_uuid)
         return self._providers[provider_uuid]
 
@@ -192,15 +204,26 @@ class Session:
 
     # -- saving ---------------------------------------------------------------------------
 
-    def save(self) -> int:
-        """Append every pending event in one transaction; the number of events appended."""
+    def changed(self) -> list[Aggregate]:
+        """Every aggregate with events to append, in the order the service appends them:
+        new streams, then providers, then consumers."""
         changed: list[Aggregate] = list(self._new)
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
-        changed = list({id(a): a for a in changed}.values())
+        return list({id(a): a for a in changed}.values())
+
+    @property
+    def consumer_uuids(self) -> set[str]:
+        """Every consumer this attempt read or created."""
+        return set(self._consumers)
+
+    def save(self) -> int:
+        """Append every pending event in one transaction; the number of events appended."""
+        changed = self.changed()
         if not changed:
             return 0
         count = sum(len(a.pending_events) for a in changed)
+        self.written = [a.uuid for a in changed if isinstance(a, Provider)]
         try:
             self._store.save(*changed)
         except IntegrityError as err:
@@ -233,6 +256,43 @@ class Session:
     def provider_uuids(self) -> list[str]:
         """Every provider this attempt read."""
         return sorted(self._providers)
+
+
+class Group:
+    """What the commands already decided in one group commit changed: their providers (the
+    next command decides on copies of these), the consumers they touched, and every
+    aggregate to append."""
+
+    def __init__(self) -> None:
+        self.providers: dict[str, Provider] = {}
+        self._consumers: set[str] = set()
+        self._changed: dict[UUID, Aggregate] = {}
+
+    def admits(self, session: Session) -> bool:
+        """True when a command decided in ``session`` can join: it touched no consumer an
+        earlier command touched, and no provider it read from the cache was stale."""
+        return not (session.consumer_uuids & self._consumers) and not session.stale_reads(
+            unwritten_only=True)
+
+    def take(self, session: Session) -> list[Any]:
+        """Add an admitted command; its events, in the order the service appends them."""
+        events: list[Any] = []
+        for aggregate in session.changed():
+            events += aggregate.collect_events()
+            self._changed[aggregate.id] = aggregate
+            if isinstance(aggregate, Provider):
+                self.providers[aggregate.uuid] = aggregate
+        self._consumers |= session.consumer_uuids
+        return events
+
+    def aggregates(self) -> list[Aggregate]:
+        """Every aggregate the group changed, as the group left it."""
+        return list(self._changed.values())
+
+    @property
+    def provider_ids(self) -> set[UUID]:
+        """The streams of the providers the group changed."""
+        return {p.id for p in self.providers.values()}
 
 
 def run(store: EventStore, decide: Callable[[Session], T],
@@ -270,6 +330,7 @@ def run(store: EventStore, decide: Callable[[Session], T],
         try:
             session.save()
         except Retry as retry:
+            store.contention.clashed(session.written)
             if optimistic and session.assumed_absent and isinstance(
                     retry.__cause__, IntegrityError):
                 refused = retry.__cause__

@@ -14,8 +14,10 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
+from eventsourcing.utils import TopicError
+
 from allocation_ledger.adapters.decoding import Decoder
-from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.adapters.eventstore import EventStore, project
 from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.audit.reading import (
@@ -68,18 +70,34 @@ def cut(store: EventStore, position: int | None = None, when: datetime | None = 
 
 
 def replay(store: EventStore, stop: int | None = None,
-           progress: Progress | None = None) -> LedgerState:
-    """Every aggregate as of position ``stop`` (the whole ledger when ``None``)."""
-    state = LedgerState()
+           progress: Progress | None = None, *, every_consumer: bool = False) -> LedgerState:
+    """Every provider, and every consumer that holds something or is a migration in flight
+    (``every_consumer``: all of them), as of position ``stop`` (the whole ledger when
+    ``None``)."""
+    state = LedgerState(revive=None if every_consumer else reviver(store))
     end = stop if stop is not None else last_position(store)
     for count, entry in enumerate(entries(store, 1, stop), 1):
         if entry.event is not None:
             state.apply(entry.position, entry.event)
+            state.settle(entry.event.originator_id)
         if progress is not None and count % 2000 == 0:
             progress(entry.position, end)
     if progress is not None:
         progress(end, end)
     return state
+
+
+def reviver(store: EventStore) -> Callable[[UUID, int], Any]:
+    """Reads a stream's aggregate back from its events before a version (``None`` when it
+    has none, or they cannot be read: the replay then reports the event it was asked for)."""
+
+    def revive(stream: UUID, version: int) -> Any:
+        try:
+            return project(None, store.events.get(stream, lte=version - 1))
+        except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError):
+            return None
+
+    return revive
 
 
 def stream_at(store: EventStore, stream: UUID, position: int) -> AsOf[Any]:

@@ -71,6 +71,7 @@ class Auditor:
             self._consumer_event(where, aggregate, event, before)
         if self._after_event is not None:
             self.findings.extend(self._after_event(where, aggregate))
+        self.state.settle(entry.stream)
 
     def _provider_event(self, where: Where, provider: Provider, event: Any,
                         before: Any) -> None:

@@ -19,7 +19,7 @@ from allocation_ledger.audit import readmodels
 from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
-from allocation_ledger.audit.pointintime import replay
+from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
@@ -97,7 +97,10 @@ def audit(
                              "belong to this ledger's history"]
     due = readmodels.Due(read) if read is not None else None
     began = time.perf_counter()  # the replay's own time, for its throughput
-    state = replay(store, start - 1) if start > 1 else LedgerState()
+    # the drift check compares every consumer's generation: then keep every consumer
+    every = bool(projections)
+    state = (replay(store, start - 1, every_consumer=every) if start > 1
+             else LedgerState(revive=None if every else reviver(store)))
     auditor = Auditor(state, snapshot_checker(store) if snapshots else None)
     links = ChainCheck(chain_before(store, start), getattr(store.recorder, "chain_key", None),
                        digests) if verify_chain and chained(store) else None

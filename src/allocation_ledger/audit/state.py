@@ -5,10 +5,17 @@ Replaying never decides anything: it hands each decoded event to the domain's ``
 does not follow on its stream (a version gap, a second creation, an event for a stream that
 was never created, an applier that fails on a malformed record) is reported as a problem
 and replay goes on, so one bad record never hides the rest.
+
+Memory holds the state, not the history: given a way to ``revive`` a stream from the store,
+a consumer that holds nothing and is not a migration in flight is let go once its event
+has been checked (:meth:`LedgerState.settle`), and read back from its own stream if a later
+event names it. A cloud's history is mostly instances that came and went; without this the
+replay would keep every one of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,6 +40,9 @@ class LedgerState:
     created_at: dict[UUID, int] = field(default_factory=dict)
     position: int = 0
     time: datetime | None = None
+    #: the aggregate of a stream from its events before a version (``None`` if it has
+    #: none); given, emptied consumers are let go and read back when named again
+    revive: Callable[[UUID, int], Aggregate | None] | None = None
 
     def apply(self, position: int, event: Any) -> str | None:
         """Apply one event; a sentence describing what did not fit, else ``None``."""
@@ -41,6 +51,9 @@ class LedgerState:
         stream: UUID = event.originator_id
         aggregate = self.aggregates.get(stream)
         try:
+            if aggregate is None and self.revive is not None and not isinstance(
+                    event, Aggregate.Created):
+                aggregate = self._revived(stream, event.originator_version)
             if aggregate is None:
                 if not isinstance(event, Aggregate.Created):
                     return (f"event version {event.originator_version} of stream {stream} "
@@ -59,6 +72,28 @@ class LedgerState:
             return (f"stream {stream} jumps from version {expected - 1} to "
                     f"{event.originator_version}")
         return None
+
+    def settle(self, stream: UUID) -> None:
+        """Let go of ``stream`` if it is a consumer that holds nothing and is no migration
+        in flight (only when streams can be revived)."""
+        consumer = self.aggregates.get(stream)
+        if self.revive is None or not isinstance(consumer, Consumer):
+            return
+        if consumer.allocations or consumer.devices or (
+                isinstance(consumer, Migration) and consumer.in_flight):
+            return
+        del self.aggregates[stream]
+        self.consumers.pop(consumer.uuid, None)
+        self.created_at.pop(stream, None)
+
+    def _revived(self, stream: UUID, version: int) -> Aggregate | None:
+        """A consumer let go, read back from its events before ``version``."""
+        assert self.revive is not None
+        aggregate = self.revive(stream, version)
+        if isinstance(aggregate, Consumer):
+            self.aggregates[stream] = aggregate
+            self.consumers[aggregate.uuid] = aggregate
+        return aggregate
 
     def _create(self, position: int, event: Any) -> str | None:
         aggregate = event.mutate(None)

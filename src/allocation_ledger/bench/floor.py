@@ -1,10 +1,17 @@
-"""The raw floor: one plain INSERT per transaction into a table shaped like the event table.
+"""The raw floors: the fastest plain ways to commit the same rows on the same database.
 
-Every figure of the benchmark is also given as a ratio of this floor, measured in the same
-run on the same database, so a noisy machine moves both together. The table has the row
-shape of a stored event (stream UUID, version, topic text, state bytes) and its unique
-(stream, version) key; the driver is the plain one (``psycopg``, ``sqlite3``) with its
-default transaction handling: what any program gets for one durable row.
+Every figure of the benchmark is also given as a ratio of a floor measured in the same run
+on the same database, so a noisy machine moves both together. The table has the row shape
+of a stored event (stream UUID, version, topic text, state bytes) and its unique
+(stream, version) key; the driver is the plain one (``psycopg``, ``sqlite3``).
+
+- ``insert``: one row per transaction, in one round trip: an INSERT in autocommit mode
+  (a transaction of its own, committed by the server as the statement ends). This is the
+  floor of a single command.
+- ``insert_many(n)``: ``n`` rows in one transaction by ``executemany`` (psycopg pipelines
+  the statements): the floor of a batch written row by row.
+- ``copy_many(n)``: ``n`` rows in one transaction by ``COPY ... FROM STDIN`` on PostgreSQL,
+  the fastest bulk path there is; SQLite has no COPY, so there it is ``executemany`` again.
 """
 
 from __future__ import annotations
@@ -25,10 +32,18 @@ TABLE = "bench_raw_floor"
 
 
 class RawTable(Protocol):
-    """A connection that inserts one row per transaction."""
+    """A connection that commits rows in the plainest, fastest ways."""
 
     def insert(self) -> None:
-        """Insert one row and commit."""
+        """Insert one row in a transaction of its own (one round trip)."""
+        ...
+
+    def insert_many(self, n: int) -> None:
+        """Insert ``n`` rows by ``executemany`` in one transaction."""
+        ...
+
+    def copy_many(self, n: int) -> None:
+        """Insert ``n`` rows by the database's bulk path in one transaction."""
         ...
 
     def close(self) -> None:
@@ -37,24 +52,36 @@ class RawTable(Protocol):
 
 
 class PostgresRawTable:
-    """The floor on PostgreSQL: psycopg, one INSERT and one COMMIT per row."""
+    """The floors on PostgreSQL (psycopg, an autocommit connection)."""
 
     def __init__(self, url: str) -> None:
         schema = schema_of(url) or "public"
         self._table = f'"{schema}"."{TABLE}"'
-        self._conn = psycopg.connect(conninfo(url))
+        self._conn = psycopg.connect(conninfo(url), autocommit=True)
         self._conn.execute(
             f"CREATE TABLE IF NOT EXISTS {self._table} (originator_id uuid NOT NULL, "
             "originator_version bigint NOT NULL, topic text, state bytea, "
             "PRIMARY KEY (originator_id, originator_version))"
         )
-        self._conn.commit()
         self._sql = f"INSERT INTO {self._table} VALUES (%s, %s, %s, %s)"
+        self._copy = (f"COPY {self._table} (originator_id, originator_version, topic, state) "
+                      "FROM STDIN")
 
     def insert(self) -> None:
-        """Insert one row and commit."""
-        self._conn.execute(self._sql, (uuid.uuid4(), 1, TOPIC, STATE))
-        self._conn.commit()
+        """One INSERT, committed by the server as it ends: one round trip."""
+        self._conn.execute(self._sql, (uuid.uuid4(), 1, TOPIC, STATE), prepare=True)
+
+    def insert_many(self, n: int) -> None:
+        """``n`` INSERTs by ``executemany`` (pipelined) in one transaction."""
+        with self._conn.transaction(), self._conn.cursor() as cursor:
+            cursor.executemany(self._sql, _rows(n))
+
+    def copy_many(self, n: int) -> None:
+        """``n`` rows by ``COPY FROM STDIN`` in one transaction."""
+        with self._conn.transaction(), self._conn.cursor() as cursor, \
+                cursor.copy(self._copy) as copy:
+            for row in _rows(n):
+                copy.write_row(row)
 
     def close(self) -> None:
         """Close the connection."""
@@ -62,28 +89,44 @@ class PostgresRawTable:
 
 
 class SQLiteRawTable:
-    """The floor on SQLite: the sqlite3 module, WAL journal (as the event store uses), one
-    INSERT and one COMMIT per row."""
+    """The floors on SQLite: the sqlite3 module in autocommit mode, WAL journal (as the
+    event store uses)."""
 
     def __init__(self, path: str) -> None:
-        self._conn = sqlite3.connect(path, timeout=30)
+        self._conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         if path != ":memory:":
             self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(
             f"CREATE TABLE IF NOT EXISTS {TABLE} (originator_id TEXT, originator_version "
             "INTEGER, topic TEXT, state BLOB, PRIMARY KEY (originator_id, originator_version))"
         )
-        self._conn.commit()
         self._sql = f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)"
 
     def insert(self) -> None:
-        """Insert one row and commit."""
+        """One INSERT, a transaction of its own."""
         self._conn.execute(self._sql, (uuid.uuid4().hex, 1, TOPIC, STATE))
-        self._conn.commit()
+
+    def insert_many(self, n: int) -> None:
+        """``n`` INSERTs by ``executemany`` in one transaction."""
+        self._conn.execute("BEGIN")
+        try:
+            self._conn.executemany(self._sql, ((u.hex, v, t, s) for u, v, t, s in _rows(n)))
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def copy_many(self, n: int) -> None:
+        """SQLite has no bulk path beyond ``executemany`` in one transaction."""
+        self.insert_many(n)
 
     def close(self) -> None:
         """Close the connection."""
         self._conn.close()
+
+
+def _rows(n: int) -> list[tuple[uuid.UUID, int, str, bytes]]:
+    return [(uuid.uuid4(), 1, TOPIC, STATE) for _ in range(n)]
 
 
 def floor_target(store_url: str) -> str:
@@ -102,4 +145,3 @@ def open_raw_table(target: str) -> RawTable:
     if target.startswith("postgres"):
         return PostgresRawTable(target)
     return SQLiteRawTable(target)
-

@@ -1,10 +1,11 @@
 """Growing a ledger fast, with valid history, for the cost-of-history figure.
 
 The growth is real domain decisions (``claims.write`` and ``claims.release``) over a
-workspace held in memory, appended in large batches through the store's own ``save`` (so
-the store takes its snapshots as it always does). Each cycle is an instance that claims on
-one host and is released again: four events, two of them on the host's stream, so the
-host's stream becomes as long as half the ledger, the worst case for a claim on it. Usage
+workspace held in memory, appended in large batches, each command's events in the order the
+service appends them, through the store's own ``append`` (so the store takes its snapshots
+as it always does and an audit finds every command's end). Each cycle is an instance that
+claims on one host and is released again: four events, two of them on the host's stream, so
+the host's stream becomes as long as half the ledger, the worst case for a claim on it. Usage
 returns to where it was after each cycle, so every invariant holds at every position.
 
 Only use it on a ledger nobody else writes to while it grows.
@@ -69,12 +70,18 @@ def grow(ledger: Ledger, host: str, target_events: int) -> int:
     workspace = MemoryWorkspace({host: found})
     while size < target_events:
         cycles = min(CYCLES_PER_APPEND, -(-(target_events - size) // EVENTS_PER_CYCLE))
+        events: list[object] = []
         for _ in range(cycles):
             consumer = new_id()
             write = claims.ConsumerWrite(consumer, {host: dict(FLAVOUR)}, None, PROJECT, USER)
             claims.write(workspace, [write], REQUEST)
+            instance = workspace.consumers[consumer]
+            # each command's events as the service appends them: new streams, then
+            # providers, then consumers (so an audit finds every command's end)
+            events += [*instance.collect_events(), *found.collect_events()]
             claims.release(workspace, consumer, 1, REQUEST)
-        ledger.store.save(found, *workspace.consumers.values())
+            events += [*found.collect_events(), *instance.collect_events()]
+        ledger.store.append(events, [found, *workspace.consumers.values()])
         workspace.consumers.clear()
         size += cycles * EVENTS_PER_CYCLE
     return ledger_size(ledger)

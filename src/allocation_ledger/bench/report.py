@@ -22,8 +22,9 @@ def table(results: dict[str, Any]) -> str:
     """Every figure of every store, then the targets."""
     lines: list[str] = []
     for kind, result in results["stores"].items():
-        lines.append(f"{TITLES.get(kind, kind)} (floor: one plain INSERT per transaction, "
-                     "timed beside each figure)")
+        lines.append(f"{TITLES.get(kind, kind)} (floor: one autocommit INSERT, one round trip; "
+                     "batches: executemany of as many rows in one transaction, and COPY; "
+                     "each timed beside its figure)")
         lines.append(HEADER)
         lines.extend(_rows(result))
         lines.extend(_history(result["history"]))
@@ -44,12 +45,24 @@ def _rows(result: dict[str, Any]) -> Iterator[str]:
         yield (f"  hash chain: {found['rate']:,.1f} chained claims/s beside "
                f"{found['floor']['rate']:,.1f} unchained in the same run: "
                f"{found['vs_floor'] * 100:.1f}%")
-    for n in _numbered(result["writers"]):
-        yield _row(f"claims, {n} writer process(es)", result["writers"][n]["claims"])
+    if "threads" in result:
+        found = result["threads"]
+        yield _row(f"claims, {found['threads']} threads at once", found)
+        yield f"    ({found['grouped_per_append']} grouped commands per shared append)"
+    writers = result["writers"]
+    for n in _numbered(writers):
+        yield _row(f"claims, {n} writer(s), a host each", writers[n]["claims"])
+    for n in _numbered(writers):
+        if "shared" in writers[n]:
+            yield _row(f"claims, {n} writer(s), shared hosts", writers[n]["shared"])
     for name, found in result["moves"].items():
         yield _row(f"swap+claim+{name} (cycles)", found)
     for n in _numbered(result["batches"]):
-        yield _row(f"batched claims, {n} per append", result["batches"][n])
+        batch = result["batches"][n]
+        yield _row(f"batched claims, {n} per append", batch)
+        if "copy" in batch:
+            yield (f"  {'  beside COPY of as many rows':<36}{'':>10}{batch['copy']['rate']:>10,.0f}"
+                   f"{batch['vs_copy'] * 100:8.1f}%")
 
 
 def _history(h: dict[str, Any]) -> Iterator[str]:

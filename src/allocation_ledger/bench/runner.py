@@ -1,9 +1,11 @@
 """One benchmark run: every figure on every store asked for, beside its raw floor.
 
-Per store: claims by 1, 2 and 4 writer processes, each count right after the raw floor with
-as many writers; then, in this process, single claims, moves and batched claims, each timed
-in alternating slices with the raw floor so that both share the machine's load of the
-moment; then the cost of history on two fresh twin stores.
+Per store: claims by 1, 2, 4 and 8 writer processes, each on a host of its own and all on
+the same few shared hosts, each count right after the raw floor with as many writers; then,
+in this process, single claims and moves beside the one-row floor, and batched claims
+beside ``executemany`` and ``COPY`` of as many rows, each timed in alternating slices with
+its floors so that all share the machine's load of the moment; then the cost of history on
+two fresh twin stores.
 """
 
 from __future__ import annotations
@@ -23,14 +25,21 @@ from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bench import history
 from allocation_ledger.bench.breakdown import claim_breakdown
 from allocation_ledger.bench.figures import figure, targets
-from allocation_ledger.bench.floor import floor_target, open_raw_table
+from allocation_ledger.bench.floor import RawTable, floor_target, open_raw_table
 from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
-from allocation_ledger.bench.stats import Sample, combine, paired
+from allocation_ledger.bench.stats import (
+    Sample,
+    combine,
+    interleaved,
+    paired,
+    run_for,
+    run_together,
+)
 from allocation_ledger.bench.unchained import open_unchained
-from allocation_ledger.bench.workload import a_host, batch_claimer, claimer
-from allocation_ledger.bench.writers import CLAIMS, FLOOR, run_writers
+from allocation_ledger.bench.workload import a_host, batch_claimer, claimer, shared_claimer
+from allocation_ledger.bench.writers import CLAIMS, FLOOR, SHARED, run_writers
 from allocation_ledger.bootstrap import open_ledger
 
 Progress = Callable[[str], None]
@@ -72,12 +81,11 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
         with opener.open(url) as ledger, closing(open_raw_table(target)) as table:
             progress(f"{kind}: single claims, moves and batched claims, beside the floor")
             single = paired(claimer(ledger, a_host(ledger)), table.insert, settings.duration)
+            progress(f"{kind}: {settings.threads} threads claiming at once, beside the floor")
+            threads = _threads(ledger, table, settings)
             moves = _moves(ledger, table.insert, settings)
-            batches = {
-                size: paired(batch_claimer(ledger, a_host(ledger), size), table.insert,
-                             settings.duration, items=size, warmup=1)
-                for size in settings.batch_sizes
-            }
+            batches = {size: _batch(ledger, table, size, settings.duration)
+                       for size in settings.batch_sizes}
             parts = claim_breakdown(ledger, a_host(ledger), settings.breakdown_claims)
     progress(f"{kind}: single claims with the hash chain, beside a twin without")
     chained = _chain_cost(kind, workdir, settings)
@@ -89,12 +97,48 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
     return {
         "single": figure(*single),
         "chain": chained,
+        "threads": threads,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
-        "batches": {str(n): figure(*pair) for n, pair in batches.items()},
+        "batches": {str(n): found for n, found in batches.items()},
         "history": grown,
         "breakdown": parts,
     }
+
+
+def _threads(ledger: Ledger, table: RawTable, settings: Settings) -> dict[str, Any]:
+    """``settings.threads`` threads of this process claiming at once on shared hosts (their
+    commands group-committed), beside one connection's one-row floor timed before and
+    after; with how many commands an append carried."""
+    hosts = [a_host(ledger, "threads") for _ in range(settings.shared_hosts)]
+    commits = ledger.commits
+    commits.enabled, was = True, commits.enabled
+    try:
+        appends, grouped = commits.appends, commits.grouped
+        floor = run_for(table.insert, settings.duration / 2)
+        claims = run_together(
+            [shared_claimer(ledger, hosts) for _ in range(settings.threads)],
+            settings.duration)
+        floor = combine([floor, run_for(table.insert, settings.duration / 2)])
+    finally:
+        commits.enabled = was
+    found = figure(claims, floor)
+    found["threads"] = settings.threads
+    groups = commits.appends - appends
+    found["grouped_per_append"] = round((commits.grouped - grouped) / groups, 2) if groups \
+        else 0.0
+    return found
+
+
+def _batch(ledger: Ledger, table: RawTable, size: int, duration: float) -> dict[str, Any]:
+    """Batched claims of ``size`` consumers per append beside ``size`` raw rows committed
+    by ``executemany`` (the floor) and by ``COPY``, in one transaction each."""
+    claims, many, copied = interleaved(
+        [(batch_claimer(ledger, a_host(ledger), size), size),
+         (lambda: table.insert_many(size), size),
+         (lambda: table.copy_many(size), size)],
+        duration, warmup=1)
+    return figure(claims, many, also={"copy": copied})
 
 
 def _chain_cost(kind: str, workdir: Path, settings: Settings) -> dict[str, Any] | None:
@@ -115,20 +159,24 @@ def _chain_cost(kind: str, workdir: Path, settings: Settings) -> dict[str, Any] 
 
 def _writers(url: str, target: str, kind: str, settings: Settings,
              progress: Progress) -> dict[str, Any]:
-    """Claims by 1, 2, 4 writer processes, each beside the floor with as many writers;
-    in ``ROUNDS`` rounds so that both see the machine's changing load."""
-    floors: dict[int, list[Sample]] = {n: [] for n in settings.writers}
-    claims: dict[int, list[Sample]] = {n: [] for n in settings.writers}
+    """Claims by 1, 2, 4, 8 writer processes, each beside the floor with as many writers,
+    on a host of their own and on ``settings.shared_hosts`` hosts they all claim on; in
+    ``ROUNDS`` rounds so that all see the machine's changing load."""
+    with open_ledger(url) as ledger:
+        hosts = [a_host(ledger, "shared") for _ in range(settings.shared_hosts)]
+    taken: dict[str, dict[int, list[Sample]]] = {
+        role: {n: [] for n in settings.writers} for role in (FLOOR, CLAIMS, SHARED)}
     rounds = 1 if settings.quick else ROUNDS
     for round_ in range(rounds):
         for n in settings.writers:
             progress(f"{kind}: {n} writer process(es), round {round_ + 1} of {rounds}")
             seconds = settings.duration / rounds
-            floors[n].append(run_writers(FLOOR, target, n, seconds))
-            claims[n].append(run_writers(CLAIMS, url, n, seconds))
+            for role, where in ((FLOOR, target), (CLAIMS, url), (SHARED, url)):
+                taken[role][n].append(run_writers(role, where, n, seconds, hosts))
     return {
-        str(n): {"claims": figure(combine(claims[n]), combine(floors[n])),
-                 "floor": combine(floors[n]).to_dict()}
+        str(n): {"claims": figure(combine(taken[CLAIMS][n]), combine(taken[FLOOR][n])),
+                 "shared": figure(combine(taken[SHARED][n]), combine(taken[FLOOR][n])),
+                 "floor": combine(taken[FLOOR][n]).to_dict()}
         for n in settings.writers
     }
 
@@ -154,6 +202,7 @@ def _meta(settings: Settings, started: datetime) -> dict[str, Any]:
         "settings": {
             "stores": list(settings.stores), "quick": settings.quick,
             "duration": settings.duration, "writers": list(settings.writers),
+            "shared_hosts": settings.shared_hosts, "threads": settings.threads,
             "batch_sizes": list(settings.batch_sizes),
             "small_history": settings.small_history, "grow_to": settings.grow_to,
             "history_claims": settings.history_claims,

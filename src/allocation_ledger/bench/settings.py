@@ -34,7 +34,11 @@ class Settings:
     workdir: Path | None = None
     out: Path = Path("bench-results/bench.json")
     duration: float = 5.0
-    writers: tuple[int, ...] = (1, 2, 4)
+    writers: tuple[int, ...] = (1, 2, 4, 8)
+    #: hosts every writer of the contended shape claims on
+    shared_hosts: int = 10
+    #: threads of one process claiming at once (group commit)
+    threads: int = 32
     batch_sizes: tuple[int, ...] = (1, 10, 100, 1000)
     small_history: int = 1_000
     grow_to: int = 1_000_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,13 +85,45 @@ def paired(operation: Callable[[], object], floor: Callable[[], object], duratio
     """Time ``operation`` and the raw ``floor`` in alternating slices for ``duration``
     seconds each, so that whatever else the machine does weighs on both alike; returns
     (operation, floor) samples."""
+    mine, floors = interleaved([(operation, items), (floor, 1)], duration, slices=slices,
+                               warmup=warmup)
+    return mine, floors
+
+
+def interleaved(operations: list[tuple[Callable[[], object], int]], duration: float, *,
+                slices: int = 10, warmup: int = 3) -> list[Sample]:
+    """Time several (operation, items per call) in turns for ``duration`` seconds each:
+    ``slices`` rounds, each giving every operation a slice, the order rotating from round
+    to round so that none always runs first; one sample per operation, in order."""
     for _ in range(warmup):
-        operation()
-        floor()
-    mine: list[Sample] = []
-    floors: list[Sample] = []
+        for operation, _ in operations:
+            operation()
+    taken: list[list[Sample]] = [[] for _ in operations]
     for i in range(slices):
-        turns = [(operation, mine, items), (floor, floors, 1)]
-        for run, into, n in turns if i % 2 == 0 else reversed(turns):
-            into.append(run_for(run, duration / slices, items=n, min_count=1))
-    return combine(mine), combine(floors)
+        shift = i % len(operations)
+        for k in [*range(shift, len(operations)), *range(shift)]:
+            operation, items = operations[k]
+            taken[k].append(run_for(operation, duration / slices, items=items, min_count=1))
+    return [combine(samples) for samples in taken]
+
+
+def run_together(operations: list[Callable[[], object]], duration: float) -> Sample:
+    """Run each operation in a thread of its own, all starting at once, for ``duration``
+    seconds; one sample (rate over the wall time from the first start to the last end)."""
+    barrier = threading.Barrier(len(operations))
+    taken: list[tuple[float, Sample]] = []
+
+    def work(operation: Callable[[], object]) -> None:
+        barrier.wait()
+        start = time.perf_counter()
+        taken.append((start, run_for(operation, duration, min_count=1)))
+
+    threads = [threading.Thread(target=work, args=(op,)) for op in operations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if len(taken) != len(operations):
+        raise RuntimeError(f"{len(operations) - len(taken)} bench threads failed")
+    wall = max(s + x.seconds for s, x in taken) - min(s for s, _ in taken)
+    return merge([x for _, x in taken], wall)

@@ -6,6 +6,7 @@ measures the successful path: load, decide, one atomic append.
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable
 
@@ -25,9 +26,9 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def a_host(ledger: Ledger, name: str = "bench-host") -> str:
-    """Register a roomy root provider; returns its UUID."""
-    host = new_id()
+def a_host(ledger: Ledger, name: str = "bench-host", host: str | None = None) -> str:
+    """Register a roomy root provider (``host``, else a new UUID); returns its UUID."""
+    host = host or new_id()
     ledger.register_provider(host, f"{name}-{host[:8]}", inventories=INVENTORY)
     return host
 
@@ -42,6 +43,13 @@ def claim_new(ledger: Ledger, host: str) -> int:
 def claimer(ledger: Ledger, host: str) -> Callable[[], object]:
     """An operation for :func:`~allocation_ledger.bench.stats.run_for`: one new claim."""
     return lambda: claim_new(ledger, host)
+
+
+def shared_claimer(ledger: Ledger, hosts: list[str]) -> Callable[[], object]:
+    """An operation: one new claim on a host picked at random from ``hosts``, which other
+    writers claim on too (the contended shape)."""
+    pick = random.Random().choice
+    return lambda: claim_new(ledger, pick(hosts))
 
 
 def batch_claimer(ledger: Ledger, host: str, size: int) -> Callable[[], object]:

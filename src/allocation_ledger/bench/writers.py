@@ -6,7 +6,9 @@ same number of seconds. Their samples merge into one: the rate is every writer's
 over the wall time from the first start to the last finish.
 
 A writer either claims (role ``claims``: a new instance on its own host per operation, as
-a scheduler spreading instances over hosts would) or inserts raw rows (role ``floor``).
+a scheduler spreading instances over hosts would; role ``shared``: a new instance on one of
+a few hosts every writer claims on, picked at random, so that writers clash on provider
+streams) or inserts raw rows (role ``floor``).
 """
 
 from __future__ import annotations
@@ -26,28 +28,35 @@ from allocation_ledger.bench.stats import Sample, merge, run_for
 WARMUP = 20
 TIMEOUT = 300.0
 CLAIMS = "claims"
+SHARED = "shared"
 FLOOR = "floor"
 
 
-def _operation(role: str, target: str) -> tuple[Callable[[], object], Callable[[], None]]:
+def _operation(role: str, target: str,
+               hosts: Sequence[str]) -> tuple[Callable[[], object], Callable[[], None]]:
     """The operation a writer repeats, and how to clean up after it."""
     if role == FLOOR:
         from allocation_ledger.bench.floor import open_raw_table
 
         table = open_raw_table(target)
         return table.insert, table.close
-    from allocation_ledger.bench.workload import a_host, claimer
+    from allocation_ledger.bench.workload import a_host, claimer, shared_claimer
     from allocation_ledger.bootstrap import open_ledger
 
     ledger = open_ledger(target)
+    if role == SHARED:
+        if target.startswith("memory:"):  # each process has a store of its own
+            for host in hosts:
+                a_host(ledger, "shared", host)
+        return shared_claimer(ledger, list(hosts)), ledger.close
     return claimer(ledger, a_host(ledger)), ledger.close
 
 
-def _writer(role: str, target: str, duration: float, barrier: Barrier,
-            results: Queue[Any]) -> None:
+def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
+            barrier: Barrier, results: Queue[Any]) -> None:
     """One writer process: prepare, wait for the others, work, report."""
     try:
-        operation, close = _operation(role, target)
+        operation, close = _operation(role, target, hosts)
         try:
             for _ in range(WARMUP):
                 operation()
@@ -62,13 +71,16 @@ def _writer(role: str, target: str, duration: float, barrier: Barrier,
         results.put(("error", 0.0, traceback.format_exc()))
 
 
-def run_writers(role: str, target: str, writers: int, duration: float) -> Sample:
-    """``writers`` processes doing ``role`` on ``target`` for ``duration`` seconds at once."""
+def run_writers(role: str, target: str, writers: int, duration: float,
+                hosts: Sequence[str] = ()) -> Sample:
+    """``writers`` processes doing ``role`` on ``target`` for ``duration`` seconds at once
+    (``hosts``: those the ``shared`` role claims on)."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(writers)
     results: Queue[Any] = ctx.Queue()
     processes = [
-        ctx.Process(target=_writer, args=(role, target, duration, barrier, results),
+        ctx.Process(target=_writer,
+                    args=(role, target, tuple(hosts), duration, barrier, results),
                     daemon=True)
         for _ in range(writers)
     ]

@@ -59,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=values.positive_seconds, default=None,
                         help="seconds per figure (default 5, quick 1)")
     parser.add_argument("--writers", type=_numbers, default=None,
-                        help="writer process counts (default 1,2,4)")
+                        help="writer process counts (default 1,2,4,8)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of one process claiming at once (default 32)")
     parser.add_argument("--batch-sizes", type=_numbers, default=None,
                         help="consumers per append (default 1,10,100,1000)")
     parser.add_argument("--grow-to", type=values.count, default=None,
@@ -82,7 +84,7 @@ def settings_of(args: argparse.Namespace) -> settings.Settings:
         stores=args.stores, postgres_url=postgres_url, out=args.out, workdir=args.workdir,
         duration=args.duration, writers=args.writers, batch_sizes=args.batch_sizes,
         grow_to=args.grow_to, small_history=args.small_history,
-        history_claims=args.history_claims,
+        history_claims=args.history_claims, threads=args.threads,
     )
     if chosen.duration <= 0 or chosen.grow_to < chosen.small_history:
         raise InvalidRequest("--duration must be positive and --grow-to at least "

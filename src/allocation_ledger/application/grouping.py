@@ -1,0 +1,179 @@
+"""Group commit: commands that arrive together from threads of one process share one append.
+
+A thread with a command joins a queue. If no other thread is committing, it leads: it takes
+the queue (up to ``MAX_GROUP`` commands) and decides them one after another, each against
+the state the ones before it left (a provider changed earlier in the group is handed to the
+next command as a copy of the group's version), then appends all their events in **one**
+transaction, each command's events together and in the order the service always writes
+them. Each caller gets its own answer. While it works, the next commands queue up; when it
+is done the first of them leads the next group. A thread alone never waits: a group of one
+is an ordinary command.
+
+What keeps every guarantee of DESIGN §3:
+
+- A command refused inside the group (any error) adds nothing to the group; so that its
+  refusal rests on what the store holds, not on a group that might yet fail, it is run
+  again alone once the group's append is over, and its caller gets that answer.
+- A command that reads or writes a consumer an earlier command of the group touched waits
+  for the next group: one consumer changes at most once per append, so every caller's
+  generation is its own.
+- If the store refuses the group's append (another process got in first), nothing of it
+  was written, and each command is run again alone, with the usual conflict rules: a
+  consumer generation conflict is reported, never retried.
+- The store's unique (stream, version) key is still the only arbiter across processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.session import Group, Session, run
+
+T = TypeVar("T")
+#: Most commands one append carries.
+MAX_GROUP = 256
+
+
+@dataclass
+class _Pending(Generic[T]):
+    """One caller's command, and its answer once there is one."""
+
+    decide: Callable[[Session], T]
+    new_consumers: tuple[str, ...]
+    done: threading.Event = field(default_factory=threading.Event)
+    lead: bool = False
+    result: Any = None
+    error: BaseException | None = None
+
+    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        self.result, self.error = result, error
+        self.done.set()
+
+
+class GroupCommit:
+    """Groups the commands of concurrent threads on one store (see the module)."""
+
+    def __init__(self, store: EventStore, max_group: int = MAX_GROUP, *,
+                 enabled: bool = True) -> None:
+        self._store = store
+        self._max = max_group
+        #: off: every command is appended on its own, in its caller's thread
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._queue: list[_Pending[Any]] = []
+        self._busy = False
+        #: appends made and commands they carried (for benchmarks and tests)
+        self.appends = 0
+        self.grouped = 0
+
+    @property
+    def waiting(self) -> int:
+        """How many commands are queued for the next group."""
+        return len(self._queue)
+
+    def run(self, decide: Callable[[Session], T], new_consumers: Iterable[str] = ()) -> T:
+        """Decide and append one command, with whatever other threads sent meanwhile."""
+        if not self.enabled:
+            return run(self._store, decide, new_consumers)
+        pending: _Pending[T] = _Pending(decide, tuple(new_consumers))
+        with self._lock:
+            if self._busy:
+                self._queue.append(pending)
+            else:
+                self._busy = True
+                pending.lead = True
+        if not pending.lead:
+            pending.done.wait()
+        if pending.lead:  # first, or handed the lead by the last group's leader
+            self._lead(pending)
+        if pending.error is not None:
+            raise pending.error
+        result: T = pending.result
+        return result
+
+    def _lead(self, pending: _Pending[Any]) -> None:
+        """Commit one group (``pending`` and what queued before it), then hand over."""
+        with self._lock:
+            group = [pending, *self._queue[:self._max - 1]]
+            del self._queue[:self._max - 1]
+        try:
+            self._commit(group)
+        finally:
+            with self._lock:
+                if self._queue:
+                    following = self._queue.pop(0)
+                    following.lead = True
+                    following.done.set()
+                else:
+                    self._busy = False
+
+    def _commit(self, group: list[_Pending[Any]]) -> None:
+        if len(group) == 1:
+            _alone(self._store, group[0])
+            return
+        shared = Group()
+        taken: list[tuple[_Pending[Any], Any]] = []
+        events: list[Any] = []
+        later: list[_Pending[Any]] = []
+        for pending in group:
+            session = Session(self._store, optimistic=True,
+                              new_consumers=pending.new_consumers, group=shared)
+            try:
+                result = pending.decide(session)
+            except BaseException:  # answered alone, below
+                later.append(pending)
+                continue
+            if not shared.admits(session):
+                later.append(pending)
+                continue
+            events += shared.take(session)
+            taken.append((pending, result))
+        if taken:
+            self._append(events, shared, taken, later)
+        for pending in later:
+            _alone(self._store, pending)
+
+    def _append(self, events: list[Any], shared: Group,
+                taken: list[tuple[_Pending[Any], Any]], later: list[_Pending[Any]]) -> None:
+        aggregates: list[Aggregate] = shared.aggregates()
+        try:
+            if events:
+                self._store.append(events, aggregates)
+        except IntegrityError:
+            self._store.contention.clashed(shared.providers)
+            later[:0] = [pending for pending, _ in taken]
+            return
+        except BaseException as err:  # every caller hears of it
+            for pending, _ in taken:
+                pending.answer(error=err)
+            return
+        self._store.remember(a for a in aggregates if a.id in shared.provider_ids)
+        self.appends += 1
+        self.grouped += len(taken)
+        for pending, result in taken:
+            pending.answer(result)
+
+
+def _alone(store: EventStore, pending: _Pending[Any]) -> None:
+    """Run one command on its own; its caller gets the answer or the error."""
+    try:
+        pending.answer(run(store, pending.decide, pending.new_consumers))
+    except BaseException as err:  # raised again in the caller's thread
+        pending.answer(error=err)
+
+
+class Commands:
+    """What every command of the service API runs through: its store's group commit."""
+
+    store: EventStore
+    commits: GroupCommit
+
+    def _run(self, decide: Callable[[Session], T], new_consumers: Iterable[str] = ()) -> T:
+        return self.commits.run(decide, new_consumers)

@@ -1,0 +1,123 @@
+"""Group commit: commands that arrive together from threads share one append, each decided
+on the state the ones before it left, each caller answered on its own; a refused command
+refuses only itself. Run on every store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.domain.errors import ConsumerGenerationConflict, InsufficientCapacity
+from tests.builders import a_host, new_id
+
+
+@pytest.fixture
+def ledger(url: str) -> Iterator[Ledger]:
+    """A ledger whose threads' commands are group-committed, over a fresh store."""
+    with open_ledger(url, group_commit=True) as opened:
+        yield opened
+
+
+def _held_up(ledger: Ledger, callers: list[Any]) -> list[Any]:
+    """Run ``callers`` in threads while a first command holds the ledger's commit, so that
+    they all queue, in the order given, and go out as one group; each caller's result or
+    error, in order."""
+    gate, leading = threading.Event(), threading.Event()
+
+    def hold(_: object) -> None:
+        leading.set()
+        gate.wait(30)
+
+    with ThreadPoolExecutor(len(callers) + 1) as pool:
+        first = pool.submit(ledger.commits.run, hold)
+        assert leading.wait(30)  # the first command leads, and waits at the gate
+        futures = []
+        for queued, call in enumerate(callers, 1):  # one at a time: the queue keeps order
+            futures.append(pool.submit(call))
+            deadline = time.monotonic() + 30
+            while ledger.commits.waiting < queued and time.monotonic() < deadline:
+                time.sleep(0.001)
+        gate.set()
+        first.result()
+        return [f.exception() or f.result() for f in futures]
+
+
+def test_claims_that_arrive_together_share_one_append(ledger: Ledger) -> None:
+    host = a_host(ledger, vcpu=10)
+    before = ledger.provider(host).generation
+    vms = [new_id() for _ in range(8)]
+
+    found = _held_up(ledger, [
+        (lambda vm=vm: ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p",
+                                    user_id="u")) for vm in vms])
+
+    assert [view.generation for view in found] == [1] * 8
+    assert (ledger.commits.appends, ledger.commits.grouped) == (1, 8)
+    provider = ledger.provider(host)
+    assert (provider.usages["VCPU"], provider.generation) == (8, before + 8)
+    assert all(ledger.consumer(vm).allocations == {host: {"VCPU": 1}} for vm in vms)
+
+
+def test_a_refused_command_refuses_only_itself(ledger: Ledger) -> None:
+    host = a_host(ledger, vcpu=4)
+    small, big, other = new_id(), new_id(), new_id()
+    taken = new_id()
+    ledger.claim(taken, {host: {"VCPU": 1}}, None, project_id="p", user_id="u")
+
+    def claim(vm: str, vcpu: int, generation: int | None = None) -> Any:
+        return lambda: ledger.claim(vm, {host: {"VCPU": vcpu}}, generation, project_id="p",
+                                    user_id="u")
+
+    found = _held_up(ledger, [claim(small, 2), claim(big, 2), claim(taken, 1, 7),
+                              claim(other, 1)])
+
+    assert found[0].generation == 1 and found[3].generation == 1
+    assert isinstance(found[1], InsufficientCapacity)  # 1 + 2 + 1 of 4: no room for 2 more
+    assert isinstance(found[2], ConsumerGenerationConflict)
+    assert (found[2].fields["expected"], found[2].fields["actual"]) == (7, 1)
+    assert ledger.provider(host).usages["VCPU"] == 4
+    assert ledger.consumer(big).generation is None
+    assert ledger.commits.grouped == 2
+
+
+def test_a_consumer_named_twice_in_a_group_is_written_by_each_in_turn(ledger: Ledger) -> None:
+    host = a_host(ledger, vcpu=10)
+    vm = new_id()
+
+    found = _held_up(ledger, [
+        lambda: ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p", user_id="u"),
+        lambda: ledger.claim(vm, {host: {"VCPU": 3}}, 1, project_id="p", user_id="u"),
+    ])
+
+    assert [view.generation for view in found] == [1, 2]
+    assert [view.allocations for view in found] == [{host: {"VCPU": 1}}, {host: {"VCPU": 3}}]
+    assert ledger.provider(host).usages["VCPU"] == 3
+
+
+@pytest.mark.parametrize("threads", [16])
+def test_many_threads_never_oversubscribe_and_every_generation_is_exact(
+    ledger: Ledger, threads: int,
+) -> None:
+    host = a_host(ledger, vcpu=50)
+    vms = [new_id() for _ in range(80)]
+
+    def claim(vm: str) -> int | None:
+        try:
+            return ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p",
+                                user_id="u").generation
+        except InsufficientCapacity:
+            return None
+
+    with ThreadPoolExecutor(threads) as pool:
+        generations = list(pool.map(claim, vms))
+
+    assert generations.count(1) == 50 and generations.count(None) == 30
+    assert ledger.provider(host).usages["VCPU"] == 50
+    holders = [vm for vm in vms if ledger.consumer(vm).generation == 1]
+    assert len(holders) == 50

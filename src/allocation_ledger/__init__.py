@@ -39,6 +39,7 @@ from allocation_ledger.domain.errors import (
     ProviderInUse,
     ProviderNotFound,
     ResourceClassNotOnProvider,
+    UnknownPrefix,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ __all__ = [
     "ProviderInUse",
     "ProviderNotFound",
     "ResourceClassNotOnProvider",
+    "UnknownPrefix",
     "__version__",
     "open_ledger",
 ]

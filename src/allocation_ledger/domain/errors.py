@@ -126,6 +126,18 @@ class ConsumerNotFound(NotFound):
         super().__init__(f"consumer {consumer_uuid} holds no allocations")
 
 
+class UnknownPrefix(NotFound):
+    """Raised when no provider, consumer or migration starts with the prefix given."""
+
+    FIELDS = ("kind", "prefix")
+    kind: str
+    prefix: str
+
+    def __init__(self, kind: str, prefix: str) -> None:
+        self.kind, self.prefix = kind, prefix
+        super().__init__(f"no {kind} starts with {prefix!r}")
+
+
 class ProviderExists(LedgerError):
     """Raised when registering a provider whose UUID is already taken (or was used)."""
 

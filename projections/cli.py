@@ -17,9 +17,11 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 from allocation_ledger.cli import projections as command
+from allocation_ledger.cli.options import add_global_options
+from allocation_ledger.cli.output import print_json
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
@@ -28,9 +30,8 @@ from projections.readmodels import ReadModels, Report
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``."""
     parser = argparse.ArgumentParser(prog="projections", description=command.HELP)
-    parser.add_argument("--url", default=None,
-                        help="ledger store URL (default: $LEDGER_URL, else sqlite:///ledger.db)")
     command.add_arguments(parser)
+    add_global_options(parser)
     return run_command(parser.parse_args(argv))
 
 
@@ -44,18 +45,24 @@ def run_command(args: argparse.Namespace) -> int:
     with ReadModels.open(args.url, args.projections_url, args.name) as read, \
             _stopping() as stop:
         if args.action == "status":
-            _print_status(read, sys.stdout)
+            status = _status(read)
+            print_json(status) if args.json else _print_status(status, sys.stdout)
             return 0
         if args.action == "follow":
             print(f"following from {_positions(read.positions())}", file=sys.stderr)
             read.follow(stop, args.poll_interval, batch_size=args.batch_size)
             print(f"stopped at {_positions(read.positions())}", file=sys.stderr)
             return 0
-        bar = ProgressBar(sys.stderr, args.action, enabled=not args.quiet)
+        bar = ProgressBar(sys.stderr, args.action, enabled=not args.no_progress)
         run = read.rebuild if args.action == "rebuild" else read.resume
         report = run(stop, batch_size=args.batch_size, progress=bar)
         bar.done()
-        _print_report(report, sys.stdout)
+        if args.json:
+            print_json({"positions": report.positions, "head": report.head,
+                        "events": report.events, "seconds": report.seconds,
+                        "rows_written": report.rows_written, "counts": report.counts})
+        else:
+            _print_report(report, sys.stdout)
         return _stopped_code(stop)
 
 
@@ -104,10 +111,17 @@ def _print_report(report: Report, out: TextIO) -> None:
         print(f"  {table:<24} {count:>9} rows", file=out)
 
 
-def _print_status(read: ReadModels, out: TextIO) -> None:
+def _status(read: ReadModels) -> dict[str, Any]:
     head = read.store.recorder.max_notification_id() or 0
-    for name, position in read.positions().items():
-        print(f"{name:<12} position {position} of {head} (behind by {head - position})",
-              file=out)
-    for table, count in read.counts().items():
+    return {"head": head,
+            "projections": {name: {"position": position, "behind": head - position}
+                            for name, position in read.positions().items()},
+            "counts": read.counts()}
+
+
+def _print_status(status: dict[str, Any], out: TextIO) -> None:
+    for name, p in status["projections"].items():
+        print(f"{name:<12} position {p['position']} of {status['head']} "
+              f"(behind by {p['behind']})", file=out)
+    for table, count in status["counts"].items():
         print(f"  {table:<24} {count:>9} rows", file=out)

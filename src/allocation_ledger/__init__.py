@@ -13,7 +13,6 @@ line) stays cheap.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from allocation_ledger.domain.errors import (
@@ -46,11 +45,6 @@ if TYPE_CHECKING:
     from allocation_ledger.application.ledger import Ledger
     from allocation_ledger.bootstrap import open_ledger
 
-try:
-    __version__ = version("allocation-ledger")
-except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0+unknown"
-
 __all__ = [
     "ConcurrentUpdate",
     "Conflict",
@@ -82,7 +76,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Ledger`` and ``open_ledger``, imported when first asked for."""
+    """``Ledger``, ``open_ledger`` and ``__version__``, imported when first asked for."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("allocation-ledger")
+        except PackageNotFoundError:  # pragma: no cover - a bare checkout
+            return "0+unknown"
     if name == "Ledger":
         from allocation_ledger.application.ledger import Ledger
 

@@ -158,15 +158,16 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         return ProviderView.of(Session(self.store).provider(_uuid(provider_uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
-        """Every provider of a tree (the root and all below it), by UUID."""
+        """Every provider of a tree (the root and all below it), by UUID, root first and
+        each child after its parent (depth first, siblings in UUID order)."""
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
         pending = [_uuid(root_uuid)]
         while pending:
             provider = session.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
-            pending.extend(provider.children)
-        return dict(sorted(found.items()))
+            pending.extend(reversed(provider.children))
+        return found
 
     def tree_usages(self, root_uuid: str) -> dict[str, dict[str, int]]:
         """Usage per provider and class across a whole tree."""

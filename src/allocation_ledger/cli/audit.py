@@ -8,32 +8,33 @@ Long replays draw a progress bar on stderr when it is a terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from allocation_ledger.audit.pointintime import cut
-from allocation_ledger.audit.run import AuditReport, audit
-from allocation_ledger.cli.auditing import (
-    add_output_arguments,
-    parse_time,
-    progress_bar,
-    store_of,
-)
+from allocation_ledger.cli.options import non_negative_float, non_negative_int, parse_time
+
+if TYPE_CHECKING:
+    from allocation_ledger.audit.run import AuditReport
 
 NAME = "audit"
 HELP = "replay the ledger, check every invariant, report findings (exit 1 on a violation)"
+EXAMPLES = """\
+  allocation-ledger audit
+  allocation-ledger audit --until 2026-11-21T14:02:00Z --json
+  allocation-ledger audit --stale-after 600 --projections off
+  allocation-ledger repair --stale-after 600 --action revert --dry-run   # fix what it found
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Range, thresholds and output options."""
-    parser.add_argument("--from-position", type=int, default=1, metavar="N",
+    parser.add_argument("--from-position", type=non_negative_int, default=1, metavar="N",
                         help="check from this position (the state before it is replayed)")
-    parser.add_argument("--to-position", type=int, default=None, metavar="N",
+    parser.add_argument("--to-position", type=non_negative_int, default=None, metavar="N",
                         help="stop after this position")
     parser.add_argument("--until", type=parse_time, default=None, metavar="TIME",
                         help="stop after the last event at or before this ISO 8601 time")
-    parser.add_argument("--stale-after", type=float, default=3600.0, metavar="SECONDS",
+    parser.add_argument("--stale-after", type=non_negative_float, default=3600.0, metavar="SECONDS",
                         help="warn about migrations in flight for longer (default 3600)")
     parser.add_argument("--projections", default="auto", metavar="auto|off|URL",
                         help="compare the read models with the replay: auto (those beside "
@@ -41,11 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "built them), off, or the URL of the store they live in")
     parser.add_argument("--no-snapshots", action="store_true",
                         help="do not compare stored snapshots with the replay")
-    add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Audit the store ``--url`` names; 1 if an invariant is broken."""
+    from allocation_ledger.audit.pointintime import cut
+    from allocation_ledger.audit.run import audit
+    from allocation_ledger.cli.auditing import store_of
+    from allocation_ledger.cli.output import print_json, progress_bar
+
     with store_of(args) as store:
         stop = None
         if args.to_position is not None or args.until is not None:
@@ -53,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
         report = audit(store, start=args.from_position, stop=stop,
                        stale_after=args.stale_after, snapshots=not args.no_snapshots,
                        projections=_projections(args.projections),
-                       progress=progress_bar(args))
+                       progress=progress_bar(not args.no_progress, "audit"))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        print_json(report.to_dict())
     else:
         print_report(report)
     return 0 if report.ok else 1

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import argparse
 
+from allocation_ledger.cli.options import positive_float, positive_int
+
 NAME = "projections"
 HELP = "rebuild, resume, follow (until SIGINT/SIGTERM) or show the status of the read models"
 ACTIONS = ("rebuild", "resume", "follow", "status")
+EXAMPLES = """\
+  allocation-ledger projections rebuild                 # from zero, progress bar on a terminal
+  allocation-ledger projections resume --name host_usage
+  allocation-ledger projections follow --poll-interval 0.5
+  allocation-ledger projections status --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,12 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--projections-url", default=None, metavar="URL",
                         help="where the read models live (default: $PROJECTIONS_URL, else "
                              "the ledger's own database)")
-    parser.add_argument("--batch-size", type=int, default=5000, metavar="EVENTS",
+    parser.add_argument("--batch-size", type=positive_int, default=5000, metavar="EVENTS",
                         help="events per transaction at least (batches end where a "
                              "command ends; default 5000)")
-    parser.add_argument("--poll-interval", type=float, default=1.0, metavar="SECONDS",
+    parser.add_argument("--poll-interval", type=positive_float, default=1.0, metavar="SECONDS",
                         help="follow: poll this often when no notification arrives")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,92 @@
+"""The options every subcommand shares, and argument types that refuse bad values as usage
+errors (exit 2) before anything runs. Cheap to import: ``--help`` loads only this and
+``argparse``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+URL_HELP = "store URL (default: $LEDGER_URL, else sqlite:///ledger.db)"
+
+
+class UsageError(Exception):
+    """Raised by a command for a combination of arguments argparse cannot check: printed as
+    a usage error, exit 2."""
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """``--url``, ``--json``, ``--no-progress`` (alias ``--quiet``).
+
+    The top-level parser gets them with defaults, each subparser with
+    ``argparse.SUPPRESS`` so that a value given after the subcommand wins and one given
+    before it is not reset: ``allocation-ledger --url U audit`` and ``allocation-ledger
+    audit --url U`` are the same call.
+    """
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("global options (before or after the command)")
+    group.add_argument("--url", default=default(None), metavar="URL", help=URL_HELP)
+    group.add_argument("--json", action="store_true", default=default(False),
+                       help="print JSON (errors too, on stderr)")
+    group.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
+                       default=default(False),
+                       help="never draw a progress bar (drawn on a terminal only anyway)")
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (positions, counts)."""
+    value = int(_number(int, text))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (batch sizes)."""
+    value = int(_number(int, text))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A number of seconds >= 0."""
+    value = _number(float, text)
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number of seconds > 0."""
+    value = _number(float, text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _number(kind: type[int] | type[float], text: str) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time; one without a timezone is taken as UTC."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def resource_amount(text: str) -> tuple[str, int]:
+    """``VCPU=4``: a resource class and an amount >= 1."""
+    name, sep, amount = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected CLASS=AMOUNT like VCPU=4, got {text!r}")
+    return name.strip().upper(), positive_int(amount)

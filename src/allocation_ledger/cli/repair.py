@@ -1,0 +1,71 @@
+"""``allocation-ledger repair``: resolve migrations left in flight, as the audit reports
+them, by reverting or confirming each one through the ordinary ledger command, with an actor
+and a reason stored on its events. ``--dry-run`` prints the plan and changes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import uuid
+
+from allocation_ledger.cli.options import UsageError, non_negative_float
+
+NAME = "repair"
+HELP = "revert or confirm stale migrations (the audit's warnings); --dry-run to see the plan"
+EXAMPLES = """\
+  allocation-ledger repair --stale-after 3600 --action revert --dry-run
+  allocation-ledger repair --stale-after 3600 --action revert --reason "leaked by nova, ticket 123"
+  allocation-ledger repair 51f0c2d4 9a0e --action confirm --actor alice
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which migrations, what to do with them, and who asks."""
+    parser.add_argument("migrations", nargs="*", metavar="MIGRATION",
+                        help="migrations to repair (UUIDs or unique prefixes)")
+    parser.add_argument("--stale-after", type=non_negative_float, default=None,
+                        metavar="SECONDS",
+                        help="every migration in flight for at least this long")
+    parser.add_argument("--action", choices=["revert", "confirm"], required=True,
+                        help="revert: the instance goes back to its source; confirm: the "
+                             "source is released (an evacuation can only be confirmed)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would be done, change nothing")
+    parser.add_argument("--actor", default=None,
+                        help="who repairs (stored on the events; default: the login name)")
+    parser.add_argument("--reason", default=None,
+                        help="why (stored on the events; default names the repair)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Repair; exit 1 if the ledger refused any repair."""
+    from allocation_ledger.application.repairing import repair_migrations, stale_migrations
+    from allocation_ledger.bootstrap import open_ledger
+    from allocation_ledger.cli.auditing import resolve_id
+    from allocation_ledger.cli.output import print_json, table
+
+    if bool(args.migrations) == (args.stale_after is not None):
+        raise UsageError("name the migrations or give --stale-after (one of the two)")
+    request = {"actor": args.actor or f"{getpass.getuser()} (allocation-ledger repair)",
+               "request_id": f"repair-{uuid.uuid4()}",
+               "reason": args.reason or f"repair: {args.action} a migration left in flight"}
+    with open_ledger(args.url) as ledger:
+        if args.stale_after is not None:
+            targets = stale_migrations(ledger, args.stale_after)
+        else:
+            targets = [ledger.migration(resolve_id(ledger.store, "migration", text))
+                       for text in args.migrations]
+        repairs = repair_migrations(ledger, targets, args.action, request=request,
+                                    dry_run=args.dry_run)
+    if args.json:
+        print_json({"dry_run": args.dry_run, "request": request, "repairs": repairs})
+    else:
+        verb = "would " + args.action if args.dry_run else args.action
+        print(f"{len(repairs)} migration(s) to {args.action}"
+              f"{' (dry run: nothing changed)' if args.dry_run else ''}; request "
+              f"{request['request_id']} by {request['actor']}")
+        table(["MIGRATION", "INSTANCE", "KIND", "AGE (s)", "OUTCOME"],
+              [[r.migration_uuid, r.instance_uuid, r.kind, f"{r.age_seconds:.0f}",
+                verb if r.outcome == "planned" else
+                r.outcome + (f": {r.error['message']}" if r.error else "")] for r in repairs])
+    return 1 if any(r.outcome == "refused" for r in repairs) else 0

@@ -1,0 +1,184 @@
+"""The command line as an operator meets it: help with examples on every command, the
+global options before or after the command, JSON from every command that prints (errors
+too), ISO 8601 times, exit 2 for bad values, UUID prefixes, trees root first, and a help
+that imports nothing heavy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.cli import COMMANDS, main
+from tests.builders import PROJECT, USER, a_host, new_id
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture
+def ledger(url: str) -> Iterator[Ledger]:
+    with open_ledger(url) as opened:
+        yield opened
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Exit code (argparse's SystemExit included), stdout and stderr of one call."""
+    try:
+        code = main(list(argv))
+    except SystemExit as done:
+        code = int(done.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def names() -> list[str]:
+    import importlib
+    return [importlib.import_module(m).NAME for m in COMMANDS]
+
+
+@pytest.mark.parametrize("command", names())
+def test_every_command_has_help_with_examples(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, command, "--help")
+    assert code == 0
+    assert f"allocation-ledger {command}" in out.split("examples:")[1]
+    assert "--url URL" in out and "--json" in out and "--no-progress" in out
+
+
+def test_version_and_top_level_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "--version")
+    assert code == 0 and out.startswith("allocation-ledger ") and out.strip()[-1].isdigit()
+    code, out, _ = cli(capsys, "--help")
+    assert code == 0 and "examples:" in out and all(name in out for name in names())
+
+
+def test_help_imports_neither_the_store_nor_the_service() -> None:
+    code = ("import sys\nfrom allocation_ledger.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('eventsourcing', 'psycopg', 'sqlalchemy', 'pydantic') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_global_options_before_or_after_the_command(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    host = a_host(ledger, name="compute-1")
+    for argv in (("--url", url, "--json", "list", "providers"),
+                 ("list", "providers", "--url", url, "--json"),
+                 ("--json", "list", "--url", url, "providers")):
+        code, out, _ = cli(capsys, *argv)
+        assert code == 0, argv
+        assert [(p["uuid"], p["name"]) for p in json.loads(out)] == [(host, "compute-1")]
+
+
+@pytest.mark.parametrize("argv", [
+    ("state-at", "hosts", "--position", "-3"),
+    ("audit", "--stale-after", "-5"),
+    ("audit", "--to-position", "x"),
+    ("list", "providers", "--resource", "VCPU=0"),
+    ("list", "migrations", "--stale-after", "nan"),
+    ("projections", "resume", "--batch-size", "0"),
+    ("history", "consumer"),
+    ("repair", "--action", "revert"),
+    ("repair", "--stale-after", "60"),
+])
+def test_bad_values_are_usage_errors(
+        argv: tuple[str, ...], url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, *argv, "--url", url)
+    assert (code, out) == (2, "")
+    assert "error:" in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_every_printing_command_speaks_json(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    host = a_host(ledger)
+    vm, migration = new_id(), new_id()
+    view = ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
+    ledger.swap(vm, migration, view.generation or 0, kind="migration")
+    calls = [("demo",), ("show", "provider", host), ("show", "consumer", migration),
+             ("show", "migration", migration), ("list", "providers"), ("list", "consumers"),
+             ("list", "migrations"), ("projections", "rebuild"), ("projections", "status"),
+             ("audit", "--projections", "off"), ("state-at", "hosts"),
+             ("repair", "--stale-after", "0", "--action", "revert", "--dry-run")]
+    for argv in calls:
+        code, out, _ = cli(capsys, *argv, "--url", url, "--json")
+        assert code == 0, argv
+        json.loads(out)
+    code, out, _ = cli(capsys, "history", "provider", host, "--url", url, "--json")
+    assert code == 0 and [json.loads(line) for line in out.splitlines()]
+    started = json.loads(cli(capsys, "show", "migration", migration, "--url", url,
+                             "--json")[1])["started_at"]
+    assert "T" in started and " " not in started
+    code, out, _ = cli(capsys, "show", "migration", migration, "--url", url)
+    assert code == 0 and f"started_at: {started}" in out
+
+
+def test_errors_are_json_under_json(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = new_id()
+    code, out, err = cli(capsys, "show", "provider", missing, "--url", url, "--json")
+    assert (code, out) == (1, "")
+    assert json.loads(err) == {"error": "ProviderNotFound", "provider_uuid": missing,
+                               "message": f"provider {missing} does not exist"}
+    code, _, err = cli(capsys, "show", "provider", missing, "--url", url)
+    assert (code, err) == (1, f"allocation-ledger show: provider {missing} does not exist\n")
+
+
+def test_prefixes_name_one_thing_or_are_refused(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    first = "6ae32ac4-1111-4111-8111-111111111111"
+    second = "6ae39999-2222-4222-8222-222222222222"
+    for uuid in (first, second):
+        ledger.register_provider(uuid, f"host-{uuid[:4]}-{uuid[4:8]}",
+                                 inventories={"VCPU": {"total": 4}})
+    code, out, _ = cli(capsys, "show", "provider", "6ae32ac4", "--url", url)
+    assert code == 0 and first in out
+    code, _, err = cli(capsys, "show", "provider", "6ae3", "--url", url)
+    assert code == 1 and "ambiguous: 2 match" in err and first in err and second in err
+    code, _, err = cli(capsys, "history", "provider", "7", "--url", url)
+    assert code == 1 and "no provider starts with '7'" in err
+
+
+def test_a_tree_prints_root_first_children_indented(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    root = "ffffffff-0000-4000-8000-000000000000"  # sorts after its children
+    ledger.register_provider(root, "compute-9", inventories={"VCPU": {"total": 4}})
+    numa = "00000000-0000-4000-8000-000000000001"
+    ledger.register_provider(numa, "compute-9-numa0", parent_uuid=root)
+    nic = "00000000-0000-4000-8000-000000000000"
+    ledger.register_provider(nic, "compute-9-numa0-nic", parent_uuid=numa)
+    code, out, _ = cli(capsys, "show", "provider", root, "--url", url)
+    names_shown = [line for line in out.splitlines() if "generation" in line]
+    assert code == 0
+    assert [line.split(" (")[0] for line in names_shown] == [
+        "  compute-9", "    compute-9-numa0", "      compute-9-numa0-nic"]
+    code, out, _ = cli(capsys, "list", "providers", "--url", url)
+    assert [line.split()[1] for line in out.splitlines()] == [
+        "name", "compute-9", "compute-9-numa0", "compute-9-numa0-nic"]
+
+
+def test_list_filters_by_room_owner_and_age(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    small, big = a_host(ledger, vcpu=2), a_host(ledger, vcpu=16)
+    vm = new_id()
+    ledger.claim(vm, {small: {"VCPU": 1}}, None, project_id="p1", user_id="alice")
+    ledger.claim(new_id(), {big: {"VCPU": 1}}, None, project_id="p2", user_id="bob")
+
+    def listed(*argv: str) -> list[str]:
+        code, out, _ = cli(capsys, "list", *argv, "--url", url, "--json")
+        assert code == 0
+        return [row["uuid"] for row in json.loads(out)]
+
+    assert listed("providers", "--resource", "VCPU=4") == [big]
+    assert listed("providers", "--resource", "vcpu=1", "--resource", "DISK_GB=1") == []
+    assert listed("consumers", "--project", "p1", "--user", "alice") == [vm]
+    assert listed("migrations", "--stale-after", "3600") == []

@@ -9,7 +9,7 @@ import psycopg
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.config import StoreConfig, parse_url
+from allocation_ledger.config import CONNINFO, StoreConfig, parse_url
 
 
 def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
@@ -33,11 +33,7 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
         return
     env = config.env
     key = f"allocation_ledger:{env['POSTGRES_DBNAME']}:{env.get('POSTGRES_SCHEMA', 'public')}"
-    with psycopg.connect(
-        dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
-        autocommit=True, connect_timeout=10,
-    ) as conn:
+    with psycopg.connect(env[CONNINFO], autocommit=True, connect_timeout=10) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
         try:
             yield

@@ -12,6 +12,7 @@ the next batch: what was committed stays, and a later ``resume`` carries on from
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -25,6 +26,8 @@ from allocation_ledger.cli.output import print_json
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
+
+log = logging.getLogger("projections")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,9 +52,15 @@ def run_command(args: argparse.Namespace) -> int:
             print_json(status) if args.json else _print_status(status, sys.stdout)
             return 0
         if args.action == "follow":
-            print(f"following from {_positions(read.positions())}", file=sys.stderr)
-            read.follow(stop, args.poll_interval, batch_size=args.batch_size)
-            print(f"stopped at {_positions(read.positions())}", file=sys.stderr)
+            _log_to_stderr()
+            server = _serve_metrics(read, args.metrics_port) if args.metrics_port else None
+            log.info("following from %s", _positions(read.positions()))
+            try:
+                read.follow(stop, args.poll_interval, batch_size=args.batch_size)
+            finally:
+                if server is not None:
+                    server.shutdown()
+            log.info("stopped at %s", _positions(read.positions()))
             return 0
         bar = ProgressBar(sys.stderr, args.action, enabled=not args.no_progress)
         run = read.rebuild if args.action == "rebuild" else read.resume
@@ -64,6 +73,23 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             _print_report(report, sys.stdout)
         return _stopped_code(stop)
+
+
+def _log_to_stderr() -> None:
+    """A long-running follower logs with timestamps (and the runner's warnings) on stderr,
+    unless the embedding application configured logging itself."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _serve_metrics(read: ReadModels, port: int) -> Any:
+    from allocation_ledger.metrics import LedgerMetrics
+
+    metrics = LedgerMetrics(read.store, positions=read.positions)
+    server = metrics.serve(port)
+    log.info("serving metrics on http://127.0.0.1:%s/metrics", port)
+    return server
 
 
 class Stop(threading.Event):

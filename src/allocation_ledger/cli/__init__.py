@@ -30,6 +30,7 @@ COMMANDS = [
     "allocation_ledger.cli.history",
     "allocation_ledger.cli.state_at",
     "allocation_ledger.cli.import_placement",
+    "allocation_ledger.cli.metrics",
     "allocation_ledger.cli.bench",
 ]
 

@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=5000, metavar="EVENTS",
                         help="events per transaction at least (batches end where a "
                              "command ends; default 5000)")
+    parser.add_argument("--metrics-port", type=positive_int, default=None, metavar="PORT",
+                        help="follow: serve Prometheus metrics (lag, stale migrations) on "
+                             "this port of 127.0.0.1")
     parser.add_argument("--poll-interval", type=positive_float, default=1.0, metavar="SECONDS",
                         help="follow: poll this often when no notification arrives")
 

@@ -2,7 +2,7 @@
 
 The session remembers the version of every stream it read. When the store refuses the
 append (another writer took a (stream, version) first) it tells the two cases apart, as
-DESIGN §3 asks: a consumer stream that moved is a :class:`ConsumerGenerationConflict`
+docs/guarantees.md §3 asks: a consumer stream that moved is a :class:`ConsumerGenerationConflict`
 (never retried: the caller re-reads and re-decides); a provider that the caller pinned with
 an expected generation is a :class:`ProviderGenerationConflict`; anything else was a clash
 on provider streams alone, and the command is run again from the start, capacity checks and

@@ -163,7 +163,7 @@ def test_a_tree_prints_root_first_children_indented(
         "  compute-9", "    compute-9-numa0", "      compute-9-numa0-nic"]
     code, out, _ = cli(capsys, "list", "providers", "--url", url)
     assert [line.split()[1] for line in out.splitlines()] == [
-        "name", "compute-9", "compute-9-numa0", "compute-9-numa0-nic"]
+        "NAME", "compute-9", "compute-9-numa0", "compute-9-numa0-nic"]
 
 
 def test_list_filters_by_room_owner_and_age(

@@ -182,3 +182,26 @@ def test_list_filters_by_room_owner_and_age(
     assert listed("providers", "--resource", "vcpu=1", "--resource", "DISK_GB=1") == []
     assert listed("consumers", "--project", "p1", "--user", "alice") == [vm]
     assert listed("migrations", "--stale-after", "3600") == []
+
+
+def test_usage_of_a_project_and_of_one_user(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    host, other = a_host(ledger), a_host(ledger)
+    ledger.claim(new_id(), {host: {"VCPU": 2, "MEMORY_MB": 512}}, None, project_id="p1",
+                 user_id="alice")
+    moving = ledger.claim(new_id(), {other: {"VCPU": 3}}, None, project_id="p1",
+                          user_id="bob")
+    ledger.swap(moving.consumer_uuid, new_id(), moving.generation or 0, kind="migration")
+    ledger.claim(new_id(), {host: {"VCPU": 5}}, None, project_id="p2", user_id="alice")
+
+    def usage(*argv: str) -> dict[str, int]:
+        code, out, _ = cli(capsys, "usage", *argv, "--url", url, "--json")
+        assert code == 0
+        found: dict[str, int] = json.loads(out)["usages"]
+        return found
+
+    assert usage("--project", "p1") == {"MEMORY_MB": 512, "VCPU": 5}  # the mover counts once
+    assert usage("--project", "p1", "--user", "alice") == {"MEMORY_MB": 512, "VCPU": 2}
+    assert usage("--project", "nobody") == {}
+    code, out, _ = cli(capsys, "usage", "--project", "p2", "--url", url)
+    assert code == 0 and out.splitlines()[1].split() == ["VCPU", "5"]

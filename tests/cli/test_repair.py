@@ -107,3 +107,29 @@ def test_named_migrations_are_confirmed_and_a_refusal_is_reported(
     assert (code, refused["outcome"], refused["error"]["error"]) == (
         1, "refused", "InvalidTransition")
     assert ledger.migration(first).status == "confirmed"
+
+
+def test_named_consumers_are_released_with_who_and_why(
+        leaky: tuple[Ledger, dict[str, str]], durable_url: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ledger, moves = leaky
+    migration, vm = next(iter(moves.items()))
+    head = ledger.store.recorder.max_notification_id()
+    code, out = cli(capsys, "repair", vm[:12], "--url", durable_url, "--action", "release",
+                    "--dry-run", "--json")
+    [planned] = json.loads(out)["releases"]
+    assert (code, planned["outcome"]) == (0, "planned")
+    assert ledger.store.recorder.max_notification_id() == head
+
+    code, out = cli(capsys, "repair", vm, "--url", durable_url, "--action", "release",
+                    "--reason", "deleted in nova")
+    assert code == 0 and "1 consumer(s) to release" in out
+    assert ledger.consumer(vm).generation is None  # holds nothing
+    assert ledger.migration(migration).status == "aborted"  # its move went with it
+    code, out = cli(capsys, "history", "consumer", vm, "--url", durable_url, "--json")
+    last = json.loads(out.splitlines()[-1])
+    assert (last["event"], last["reason"]) == ("Consumer.AllocationsReleased",
+                                               "deleted in nova")
+    code, out = cli(capsys, "repair", vm, "--url", durable_url, "--action", "release",
+                    "--json")
+    assert json.loads(out)["releases"][0]["outcome"] == "nothing held"

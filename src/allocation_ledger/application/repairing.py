@@ -6,7 +6,10 @@ its events like any other change).
 - ``revert`` gives the instance back its source allocation and releases its destination
   (an evacuation cannot be reverted: its source host is gone);
 - ``confirm`` releases the source allocation the migration holds (for an evacuation: the
-  source share of the instance, as ``complete_evacuation``).
+  source share of the instance, as ``complete_evacuation``);
+- ``release`` (named consumers only: Placement's ``allocation delete``) removes whatever a
+  consumer holds, ignoring its generation (``force_release``); an instance mid-move takes
+  its migration's allocation with it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from allocation_ledger.application.views import MigrationView
 
 ACTIONS = ("revert", "confirm")
+RELEASE = "release"
 
 
 @dataclass(frozen=True)
@@ -85,3 +89,31 @@ def _resolve(ledger: Ledger, view: MigrationView, action: str,
         ledger.revert(fresh.migration_uuid, fresh.generation, instance, request=request)
     else:
         ledger.confirm(fresh.migration_uuid, fresh.generation or 0, request=request)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One consumer's release: whether it held anything and how it went."""
+
+    consumer_uuid: str
+    held: dict[str, dict[str, int]]
+    outcome: str  # "planned" (dry run), "done", "nothing held" or "refused"
+    error: dict[str, Any] | None = None
+
+
+def release_consumers(ledger: Ledger, consumers: list[str], *,
+                      request: Mapping[str, str], dry_run: bool) -> list[Release]:
+    """Release each consumer's allocations (or only say so, with ``dry_run``), each its
+    own ``force_release`` command."""
+    done = []
+    for consumer in consumers:
+        held = ledger.consumer(consumer).allocations
+        outcome, error = ("planned" if held else "nothing held"), None
+        if held and not dry_run:
+            try:
+                ledger.force_release(consumer, request=request)
+                outcome = "done"
+            except LedgerError as err:
+                outcome, error = "refused", err.to_dict()
+        done.append(Release(consumer, held, outcome, error))
+    return done

@@ -24,6 +24,7 @@ COMMANDS = [
     "allocation_ledger.cli.demo",
     "allocation_ledger.cli.show",
     "allocation_ledger.cli.listing",
+    "allocation_ledger.cli.usage",
     "allocation_ledger.cli.projections",
     "allocation_ledger.cli.audit",
     "allocation_ledger.cli.repair",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from allocation_ledger.cli import projections as command
-from allocation_ledger.cli.options import add_global_options
+from allocation_ledger.cli.options import add_global_options, settle_format
 from allocation_ledger.cli.output import print_json
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
@@ -35,7 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="projections", description=command.HELP)
     command.add_arguments(parser)
     add_global_options(parser)
-    return run_command(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    settle_format(args)
+    return run_command(args)
 
 
 def run_command(args: argparse.Namespace) -> int:

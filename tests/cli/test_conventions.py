@@ -205,3 +205,29 @@ def test_usage_of_a_project_and_of_one_user(
     assert usage("--project", "nobody") == {}
     code, out, _ = cli(capsys, "usage", "--project", "p2", "--url", url)
     assert code == 0 and out.splitlines()[1].split() == ["VCPU", "5"]
+
+
+def test_tables_as_csv_and_f_json_as_json(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+    import io
+
+    host = a_host(ledger, name="compute, the first")  # a comma: quoted in CSV
+    code, out, _ = cli(capsys, "-f", "csv", "list", "providers", "--url", url)
+    rows = list(csv.reader(io.StringIO(out)))
+    assert code == 0 and rows[0][:2] == ["UUID", "NAME"]
+    assert rows[1][:2] == [host, "compute, the first"]
+    code, out, _ = cli(capsys, "list", "providers", "-f", "json", "--url", url)
+    assert code == 0 and json.loads(out)[0]["uuid"] == host
+
+
+@pytest.mark.postgres
+def test_a_postgres_url_with_libpq_options_before_the_command(
+        pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with open_ledger(pg_url) as opened:
+        host = a_host(opened)
+    code, out, _ = cli(capsys, "--url", f"{pg_url}&sslmode=disable&connect_timeout=5",
+                       "--json", "list", "providers")
+    assert code == 0 and [p["uuid"] for p in json.loads(out)] == [host]
+    code, _, err = cli(capsys, "--url", f"{pg_url}&sslmod=disable", "list", "providers")
+    assert code == 1 and 'invalid URI query parameter: "sslmod"' in err

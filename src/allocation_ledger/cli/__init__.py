@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from allocation_ledger.cli.options import UsageError, add_global_options
+from allocation_ledger.cli.options import UsageError, add_global_options, settle_format
 from allocation_ledger.cli.output import dumps
 from allocation_ledger.domain.errors import LedgerError
 
@@ -89,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``allocation-ledger`` console script."""
     parser = build_parser(_load())
     args = parser.parse_args(argv)
+    settle_format(args)
     try:
         code: int = args.run(args)
     except UsageError as err:

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         for entry in entries:
             print(dumps(entry.to_dict()))
     else:
-        table(HEADERS, [row(entry) for entry in entries])
+        table(HEADERS, [row(entry) for entry in entries], fmt=args.format)
     return 0
 
 

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        table([h.upper() for h in headers], [[_cell(row[h]) for h in headers] for row in rows])
+        table([h.upper() for h in headers], [[_cell(row[h]) for h in headers] for row in rows],
+              fmt=args.format)
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
+FORMATS = ("table", "json", "csv")
 URL_HELP = "store URL (default: $LEDGER_URL, else sqlite:///ledger.db)"
 
 
@@ -29,10 +30,22 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool = Fals
     group = parser.add_argument_group("global options (before or after the command)")
     group.add_argument("--url", default=default(None), metavar="URL", help=URL_HELP)
     group.add_argument("--json", action="store_true", default=default(False),
-                       help="print JSON (errors too, on stderr)")
+                       help="print JSON (errors too, on stderr); the same as -f json")
+    group.add_argument("-f", "--format", choices=FORMATS, default=default("table"),
+                       help="table (default), json, or csv for the commands that print "
+                            "tables")
     group.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
                        default=default(False),
                        help="never draw a progress bar (drawn on a terminal only anyway)")
+
+
+def settle_format(args: argparse.Namespace) -> None:
+    """``--json`` and ``-f json`` mean the same: both set ``args.json`` and
+    ``args.format``."""
+    if args.format == "json":
+        args.json = True
+    elif args.json:
+        args.format = "json"
 
 
 def non_negative_int(text: str) -> int:

@@ -47,11 +47,17 @@ def when(value: datetime | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None,
-          *, width: int | None = None) -> None:
+          *, width: int | None = None, fmt: str = "table") -> None:
     """Aligned columns under a header; on a terminal (or given a ``width``) the last column
-    is cut to fit it, while piped output keeps every character."""
+    is cut to fit it, while piped output keeps every character. ``fmt="csv"``: CSV."""
     out = out or sys.stdout
     cells = [[str(c) for c in row] for row in rows]
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerows([list(headers), *cells])
+        return
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     if width is None and out.isatty():
         width = shutil.get_terminal_size((120, 24)).columns

@@ -82,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
         print_json({"dry_run": args.dry_run, "request": request, "repairs": repairs})
     else:
         verb = "would " + args.action if args.dry_run else args.action
-        print(f"{len(repairs)} migration(s) to {args.action}"
-              f"{' (dry run: nothing changed)' if args.dry_run else ''}; request "
-              f"{request['request_id']} by {request['actor']}")
+        if args.format == "table":
+            print(f"{len(repairs)} migration(s) to {args.action}"
+                  f"{' (dry run: nothing changed)' if args.dry_run else ''}; request "
+                  f"{request['request_id']} by {request['actor']}")
         table(["MIGRATION", "INSTANCE", "KIND", "AGE (s)", "OUTCOME"],
               [[r.migration_uuid, r.instance_uuid, r.kind, f"{r.age_seconds:.0f}",
                 verb if r.outcome == "planned" else
-                r.outcome + (f": {r.error['message']}" if r.error else "")] for r in repairs])
+                r.outcome + (f": {r.error['message']}" if r.error else "")] for r in repairs],
+              fmt=args.format)
     return 1 if any(r.outcome == "refused" for r in repairs) else 0
 
 
@@ -99,12 +101,14 @@ def _print_releases(args: argparse.Namespace, request: dict[str, str],
     if args.json:
         print_json({"dry_run": args.dry_run, "request": request, "releases": released})
         return
-    print(f"{len(released)} consumer(s) to release"
-          f"{' (dry run: nothing changed)' if args.dry_run else ''}; request "
-          f"{request['request_id']} by {request['actor']}")
+    if args.format == "table":
+        print(f"{len(released)} consumer(s) to release"
+              f"{' (dry run: nothing changed)' if args.dry_run else ''}; request "
+              f"{request['request_id']} by {request['actor']}")
     table(["CONSUMER", "HELD", "OUTCOME"],
           [[r.consumer_uuid, _held(r.held), "would release" if r.outcome == "planned" else
-            r.outcome + (f": {r.error['message']}" if r.error else "")] for r in released])
+            r.outcome + (f": {r.error['message']}" if r.error else "")] for r in released],
+          fmt=args.format)
 
 
 def _held(held: dict[str, dict[str, int]]) -> str:

@@ -39,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
         print_json({"project_id": args.project, "user_id": args.user,
                     "consumers": consumers, "usages": dict(sorted(totals.items()))})
     else:
-        table(["RESOURCE CLASS", "USAGE"], sorted(totals.items()))
+        table(["RESOURCE CLASS", "USAGE"], sorted(totals.items()), fmt=args.format)
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import sys
 import time
@@ -124,5 +123,5 @@ def _clock(seconds: float) -> str:
 
 def progress_bar(enabled: bool, label: str) -> ProgressBar | None:
     """A bar on stderr when it is a terminal and not switched off; else ``None``."""
-    bar = ProgressBar(sys.stderr, label, enabled=enabled and not os.environ.get("CI"))
+    bar = ProgressBar(sys.stderr, label, enabled=enabled)
     return bar if bar.enabled else None

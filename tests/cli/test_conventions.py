@@ -231,3 +231,24 @@ def test_a_postgres_url_with_libpq_options_before_the_command(
     assert code == 0 and [p["uuid"] for p in json.loads(out)] == [host]
     code, _, err = cli(capsys, "--url", f"{pg_url}&sslmod=disable", "list", "providers")
     assert code == 1 and 'invalid URI query parameter: "sslmod"' in err
+
+
+def test_bash_completion_completes_commands_choices_and_options(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, script, _ = cli(capsys, "completion", "bash")
+    assert code == 0
+    path = tmp_path / "completion.sh"
+    path.write_text(script)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        done = subprocess.run(
+            ["bash", "-c", f"source {path}; COMP_WORDS=({line}); "
+             f"COMP_CWORD={len(words) - 1}; _allocation_ledger; echo ${{COMPREPLY[@]}}"],
+            capture_output=True, text=True, check=True)
+        return done.stdout.split()
+
+    assert complete("allocation-ledger", "rep") == ["repair"]
+    assert complete("allocation-ledger", "--url", "x", "list", "mig") == ["migrations"]
+    assert complete("allocation-ledger", "audit", "--stale") == ["--stale-after"]
+    assert complete("allocation-ledger", "import-placement", "--fr") == ["--from"]

@@ -33,6 +33,7 @@ COMMANDS = [
     "allocation_ledger.cli.import_placement",
     "allocation_ledger.cli.metrics",
     "allocation_ledger.cli.bench",
+    "allocation_ledger.cli.completion",
 ]
 
 EXAMPLES = """\

@@ -51,6 +51,8 @@ class EventStore(Application[UUID]):
         # another thread is fast-forwarding (a torn read). One lock per stripe of streams
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
+        #: command counters (``allocation_ledger.metrics.instrument``); None: not counted
+        self.metrics: Any = None
         super().__init__(env=dict(env))
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)

@@ -5,7 +5,7 @@ consumer generation, ``None`` while it holds nothing) and one per consumer, prov
 class it holds (``proj_allocations``, carrying the generation, type and project so the
 usual questions need no join). Every consumer event carries the whole new holding, so each
 handler replaces the consumer's rows. A migration's context events (its instance claimed or
-gave up a destination) advance the stream version but not the generation (DESIGN §3: only a
+gave up a destination) advance the stream version but not the generation (guarantees §3: only a
 write that names the consumer counts); they come only while the migration holds its source,
 so the rows they find carry the generation, and the context events seen so far are the
 version less the generation.

@@ -18,19 +18,20 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
+from allocation_ledger.cli.output import print_json
 from allocation_ledger.domain.errors import StoreUnavailable
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("projections")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``:
-    ``allocation-ledger projections ...``, with its one error path."""
+    ``allocation-ledger projections ...``, with its global options and its one error path."""
     from allocation_ledger.cli import main as cli_main
 
     return cli_main(["projections", *(sys.argv[1:] if argv is None else argv)])
@@ -49,7 +50,8 @@ def run_command(args: argparse.Namespace) -> int:
         with ReadModels.open(args.url, args.projections_url, args.name,
                              create=args.action != "status") as read:
             if args.action == "status":
-                _print_status(read, sys.stdout)
+                status = _status(read)
+                print_json(status) if args.json else _print_status(status, sys.stdout)
                 return 0
             return _catch_up(args, read, stop)
 
@@ -71,21 +73,49 @@ def _follow(args: argparse.Namespace, stop: Stop) -> int:
             stop.wait(args.poll_interval)
             continue
         with read:
-            print(f"following from {_positions(read.positions())}", file=sys.stderr)
-            read.follow(stop, args.poll_interval, batch_size=args.batch_size)
-            print(f"stopped at {_positions(read.positions())}", file=sys.stderr)
+            _log_to_stderr()
+            server = _serve_metrics(read, args.metrics_port) if args.metrics_port else None
+            log.info("following from %s", _positions(read.positions()))
+            try:
+                read.follow(stop, args.poll_interval, batch_size=args.batch_size)
+            finally:
+                if server is not None:
+                    server.shutdown()
+            log.info("stopped at %s", _positions(read.positions()))
         return 0
     return _stopped_code(stop)
 
 
 def _catch_up(args: argparse.Namespace, read: ReadModels, stop: Stop) -> int:
     """Rebuild or resume, with a progress bar; the exit code."""
-    bar = ProgressBar(sys.stderr, args.action, enabled=not args.quiet)
+    bar = ProgressBar(sys.stderr, args.action, enabled=not args.no_progress)
     run = read.rebuild if args.action == "rebuild" else read.resume
     report = run(stop, batch_size=args.batch_size, progress=bar)
     bar.done()
-    _print_report(report, sys.stdout)
+    if args.json:
+        print_json({"positions": report.positions, "head": report.head,
+                    "events": report.events, "seconds": report.seconds,
+                    "rows_written": report.rows_written, "counts": report.counts})
+    else:
+        _print_report(report, sys.stdout)
     return _stopped_code(stop)
+
+
+def _log_to_stderr() -> None:
+    """A long-running follower logs with timestamps (and the runner's warnings) on stderr,
+    unless the embedding application configured logging itself."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _serve_metrics(read: ReadModels, port: int) -> Any:
+    from allocation_ledger.metrics import LedgerMetrics
+
+    metrics = LedgerMetrics(read.store, positions=read.positions)
+    server = metrics.serve(port)
+    log.info("serving metrics on http://127.0.0.1:%s/metrics", port)
+    return server
 
 
 class Stop(threading.Event):
@@ -133,10 +163,17 @@ def _print_report(report: Report, out: TextIO) -> None:
         print(f"  {table:<24} {count:>9} rows", file=out)
 
 
-def _print_status(read: ReadModels, out: TextIO) -> None:
+def _status(read: ReadModels) -> dict[str, Any]:
     head = read.store.recorder.max_notification_id() or 0
-    for name, position in read.positions().items():
-        print(f"{name:<12} position {position} of {head} (behind by {head - position})",
-              file=out)
-    for table, count in read.counts().items():
+    return {"head": head,
+            "projections": {name: {"position": position, "behind": head - position}
+                            for name, position in read.positions().items()},
+            "counts": read.counts()}
+
+
+def _print_status(status: dict[str, Any], out: TextIO) -> None:
+    for name, p in status["projections"].items():
+        print(f"{name:<12} position {p['position']} of {status['head']} "
+              f"(behind by {p['behind']})", file=out)
+    for table, count in status["counts"].items():
         print(f"  {table:<24} {count:>9} rows", file=out)

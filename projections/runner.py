@@ -34,7 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from allocation_ledger.adapters.notifications import chain_hash
 from allocation_ledger.audit.integrity import binding_problem
-from allocation_ledger.domain.errors import LedgerError
+from allocation_ledger.domain.errors import ReadModelsDiverged
 from projections import reading, tracking
 from projections.feed import Feed
 from projections.projection import Projection
@@ -62,11 +62,6 @@ class Batch:
     head: int  # the ledger's head when it ended (for progress)
     changes: list[tuple[str, int, Changes]]  # (projection, position it moves from, rows)
     chain_hash: bytes | None = None  # the ledger's at ``position``: the history followed
-
-
-class ReadModelsDiverged(LedgerError):
-    """Raised when the read models followed a history the ledger no longer has (it was
-    restored from an older copy, truncated or rewritten): they must be rebuilt."""
 
 
 def bound_positions(store: Any, engine: Engine,

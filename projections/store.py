@@ -13,11 +13,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import psycopg
 from psycopg import sql
 from psycopg.types.json import Json
 from sqlalchemy import (
     JSON,
-    URL,
     Connection,
     Engine,
     Table,
@@ -34,7 +34,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql import literal, null
 
-from allocation_ledger.config import SCHEMA_NAME, parse_url
+from allocation_ledger.config import CONNINFO, SCHEMA_NAME, parse_url
 from allocation_ledger.domain.errors import InvalidRequest, StoreNotFound
 from projections import tables
 
@@ -55,7 +55,7 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
     env: Mapping[str, str] = parse_url(url).env if url else store_env
     module = env.get("PERSISTENCE_MODULE", "")
     schema = None
-    if module.endswith("postgres"):
+    if "postgres" in module:
         schema = env.get("POSTGRES_SCHEMA") or "public"
         engine = _postgres_engine(env, schema)
     elif module.endswith("sqlite"):
@@ -76,22 +76,16 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
 
 
 def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
-    url = URL.create(
-        "postgresql+psycopg",
-        username=env.get("POSTGRES_USER"),
-        password=env.get("POSTGRES_PASSWORD") or None,
-        host=env.get("POSTGRES_HOST"),
-        port=int(env.get("POSTGRES_PORT") or 5432),
-        database=env.get("POSTGRES_DBNAME"),
-    )
+    conninfo = env[CONNINFO]  # libpq's own parameters and the PG* variables, as the store
+    # Unqualified names everywhere (tables, the view) resolve in the ledger's schema. The
+    # name is a checked identifier (``config.SCHEMA_NAME``), and quoted here as well.
+    search_path = f'-c search_path="{_identifier(schema)}"'
     engine = create_engine(
-        url,
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo, options=search_path),
         pool_size=int(env.get("POSTGRES_POOL_SIZE") or 2),
         max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
         pool_pre_ping=True,
-        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema. The
-        # name is a checked identifier (``config.SCHEMA_NAME``), and quoted here as well.
-        connect_args={"options": f'-c search_path="{_identifier(schema)}"'},
     )
     return engine
 

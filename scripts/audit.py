@@ -2,7 +2,7 @@
 """Audit the ledger: ``scripts/audit.py [--url URL] [--json] [...]``.
 
 The same as ``allocation-ledger audit``: replays the ledger, checks every invariant of
-DESIGN §5, prints the findings and exits 1 when an invariant is broken.
+docs/guarantees.md §5, prints the findings and exits 1 when an invariant is broken.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN §5 invariants, checked from the store's current state, for tests to call after
+"""docs/guarantees.md §5 invariants, checked from the store's current state, for tests to call after
 every step: ``assert_invariants(ledger)``."""
 
 from __future__ import annotations

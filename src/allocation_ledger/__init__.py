@@ -5,10 +5,101 @@ of a host's inventory, is an event in one ledger. Consumers (instances, migratio
 providers (hosts and their nested children) are event streams; a stream's version is its
 generation, and the event store's unique (stream, version) key is what enforces it.
 
-Start with :class:`allocation_ledger.Ledger` (see ``bootstrap.open_ledger``).
+Start with :func:`open_ledger`, which returns a :class:`Ledger`. Every error the ledger
+raises on purpose is a :class:`LedgerError`; all of them are importable from here. The
+service and the store are imported on first use, so importing the package (or its command
+line) stays cheap.
 """
 
-from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bootstrap import open_ledger
+from __future__ import annotations
 
-__all__ = ["Ledger", "open_ledger"]
+from typing import TYPE_CHECKING, Any
+
+from allocation_ledger.domain.errors import (
+    ConcurrentUpdate,
+    Conflict,
+    ConsumerGenerationConflict,
+    ConsumerNotFound,
+    DeviceInUse,
+    DevicesUnavailable,
+    InsufficientCapacity,
+    InvalidAllocation,
+    InvalidInventory,
+    InvalidRequest,
+    InvalidTransition,
+    InventoryInUse,
+    LedgerError,
+    MigrationInProgress,
+    MigrationNotFound,
+    NestedAllocationMove,
+    NotFound,
+    ProviderExists,
+    ProviderGenerationConflict,
+    ProviderHasChildren,
+    ProviderInUse,
+    ProviderNotFound,
+    ReadModelsDiverged,
+    ResourceClassNotOnProvider,
+    StoreNotFound,
+    StoreUnavailable,
+    StoreUnusable,
+    UnknownPrefix,
+)
+
+if TYPE_CHECKING:
+    from allocation_ledger.application.ledger import Ledger
+    from allocation_ledger.bootstrap import open_ledger
+
+__all__ = [
+    "ConcurrentUpdate",
+    "Conflict",
+    "ConsumerGenerationConflict",
+    "ConsumerNotFound",
+    "DeviceInUse",
+    "DevicesUnavailable",
+    "InsufficientCapacity",
+    "InvalidAllocation",
+    "InvalidInventory",
+    "InvalidRequest",
+    "InvalidTransition",
+    "InventoryInUse",
+    "Ledger",
+    "LedgerError",
+    "MigrationInProgress",
+    "MigrationNotFound",
+    "NestedAllocationMove",
+    "NotFound",
+    "ProviderExists",
+    "ProviderGenerationConflict",
+    "ProviderHasChildren",
+    "ProviderInUse",
+    "ProviderNotFound",
+    "ReadModelsDiverged",
+    "ResourceClassNotOnProvider",
+    "StoreNotFound",
+    "StoreUnavailable",
+    "StoreUnusable",
+    "UnknownPrefix",
+    "__version__",
+    "open_ledger",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``Ledger``, ``open_ledger`` and ``__version__``, imported when first asked for."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("allocation-ledger")
+        except PackageNotFoundError:  # pragma: no cover - a bare checkout
+            return "0+unknown"
+    if name == "Ledger":
+        from allocation_ledger.application.ledger import Ledger
+
+        return Ledger
+    if name == "open_ledger":
+        from allocation_ledger.bootstrap import open_ledger
+
+        return open_ledger
+    raise AttributeError(f"module 'allocation_ledger' has no attribute {name!r}")

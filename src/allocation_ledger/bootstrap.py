@@ -16,7 +16,7 @@ from allocation_ledger.adapters import chain, deploy
 from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.config import StoreConfig, parse_url
+from allocation_ledger.config import CONNINFO, StoreConfig, parse_url
 from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable, StoreUnusable
 
 #: What a store's drivers raise when it cannot be opened or reached: the boundary turns
@@ -87,6 +87,13 @@ def _check_tables(store: EventStore, config: StoreConfig) -> None:
         if "no such table" in str(err) or "does not exist" in str(err):
             raise StoreNotFound(config.redacted_url, "it has no ledger tables") from err
         raise StoreUnavailable(config.redacted_url, one_line(err)) from err
+    verify = getattr(store.recorder, "verify", None)  # SQLite: what opening it checks
+    if verify is not None:
+        try:
+            verify()
+        except BaseException:
+            store.close()
+            raise
 
 
 def init_store(url: str | None = None, *, app_role: str | None = None,
@@ -140,11 +147,7 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
         return
     env = config.env
     key = f"allocation_ledger:{env['POSTGRES_DBNAME']}:{env.get('POSTGRES_SCHEMA', 'public')}"
-    with psycopg.connect(
-        dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
-        autocommit=True, connect_timeout=10,
-    ) as conn:
+    with psycopg.connect(env[CONNINFO], autocommit=True, connect_timeout=10) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
         try:
             yield

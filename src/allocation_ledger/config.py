@@ -1,8 +1,12 @@
 """Configuration: which store the ledger uses, chosen by one URL.
 
 - ``sqlite:///ledger.db`` (the default: a file in the working directory; ``sqlite:////abs``)
-- ``postgresql://user:password@host:port/dbname`` (psycopg 3; optional parameters
-  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``)
+- ``postgresql://user:password@host:port/dbname`` (psycopg 3): any libpq URI, with libpq's
+  own query parameters (``?sslmode=verify-full&sslrootcert=...``,
+  ``?host=/var/run/postgresql``, ``?options=...``) passed through to libpq, and whatever the
+  URL leaves out taken by libpq from the ``PG*`` variables (``PGUSER``, ``PGHOST``,
+  ``PGPASSWORD``, ``PGSSLMODE``...) or ``~/.pgpass``; plus the ledger's own parameters
+  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``
 - ``memory://`` (an in-process store, for tests and experiments)
 
 The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
@@ -17,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from allocation_ledger.domain.errors import InvalidRequest
 
@@ -30,6 +34,8 @@ POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_ti
 SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 #: Integer parameters and their smallest allowed value.
 INTEGER_PARAMETERS = {"pool_size": 1, "max_overflow": 0, "lock_timeout": 0}
+#: The environment key of the libpq connection string (read by the store's factory).
+CONNINFO = "LEDGER_POSTGRES_CONNINFO"
 
 
 @dataclass(frozen=True)
@@ -101,49 +107,67 @@ def parse_url(url: str | None = None) -> StoreConfig:
                 "allocation_ledger.adapters.sqlite:QueuedSQLiteApplicationRecorder",
         })
     if scheme in ("postgresql", "postgres"):
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        unknown = sorted(set(query) - POSTGRES_PARAMETERS)
-        if unknown:
-            raise InvalidRequest(
-                f"unknown parameters {', '.join(unknown)} in {url!r}: supported are "
-                f"{', '.join(sorted(POSTGRES_PARAMETERS))}", url=url,
-            )
-        dbname = unquote(parts.path.lstrip("/"))
-        if not dbname:
-            raise InvalidRequest(f"no database name in {url!r}", url=url)
-        _check_parameters(query, url)
-        env = {
-            **common,
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": dbname,
-            "POSTGRES_HOST": parts.hostname or "127.0.0.1",
-            "POSTGRES_PORT": str(_port(parts, url)),
-            "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
-            "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_POOL_SIZE": query.get("pool_size", "5"),
-            "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
-            "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
-            "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
-            # the recorder creates the schema where there is none, and nothing otherwise
-            "CREATE_TABLE": "n",
-            "APPLICATION_RECORDER_TOPIC":
-                "allocation_ledger.adapters.postgres:OneTripApplicationRecorder",
-        }
-        if "schema" in query:
-            env["POSTGRES_SCHEMA"] = query["schema"]
-        return StoreConfig(url, "postgresql", env)
+        return StoreConfig(url, "postgresql", {**common, **postgres_env(url)})
     raise InvalidRequest(
         f"unsupported store URL {url!r}: use sqlite:///path, postgresql://... or memory://",
         url=url,
     )
 
 
-def _port(parts: SplitResult, url: str) -> int:
+def postgres_env(url: str) -> dict[str, str]:
+    """The settings of a PostgreSQL URL: the ledger's own parameters taken out, the rest
+    parsed by libpq itself (through psycopg) into the connection string the store's pool
+    uses; :class:`InvalidRequest` for anything libpq refuses."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {k: v for k, v in query if k in POSTGRES_PARAMETERS}
+    _check_parameters(ours, url)
+    libpq = [(k, v) for k, v in query if k not in POSTGRES_PARAMETERS]
+    scheme = "postgresql" if parts.scheme.split("+")[0] == "postgresql" else "postgres"
+    # by hand: urlunsplit drops the "//" of an empty host ("postgresql:///db")
+    plain = f"{scheme}://{parts.netloc}{parts.path}" + (f"?{urlencode(libpq)}" if libpq else "")
     try:
-        return parts.port or 5432
-    except ValueError:
-        raise InvalidRequest(f"bad port in {url!r}: a number from 1 to 65535",
-                             url=url) from None
+        params = {k: str(v) for k, v in conninfo_to_dict(plain).items() if v is not None}
+    except ProgrammingError as err:
+        raise InvalidRequest(
+            f"libpq refuses {StoreConfig(url, 'postgresql', {}).redacted_url!r}: "
+            f"{str(err).strip()} (the ledger's own parameters are "
+            f"{', '.join(sorted(POSTGRES_PARAMETERS))})", url=url) from None
+    _check_port(params.get("port"), url)
+    dbname = params.get("dbname") or os.environ.get("PGDATABASE", "")
+    if not dbname:
+        raise InvalidRequest(f"no database name in {url!r} (nor in $PGDATABASE)", url=url)
+    env = {
+        "PERSISTENCE_MODULE": "allocation_ledger.adapters.postgres:ConninfoPostgresFactory",
+        CONNINFO: make_conninfo(**params),
+        "POSTGRES_DBNAME": dbname,
+        "POSTGRES_HOST": params.get("host", ""),
+        "POSTGRES_PORT": params.get("port", ""),
+        "POSTGRES_USER": params.get("user", ""),
+        "POSTGRES_PASSWORD": params.get("password", ""),
+        "POSTGRES_POOL_SIZE": ours.get("pool_size", "5"),
+        "POSTGRES_MAX_OVERFLOW": ours.get("max_overflow", "10"),
+        "POSTGRES_LOCK_TIMEOUT": ours.get("lock_timeout", "10"),
+        "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+        # the recorder creates the schema where there is none, and nothing otherwise
+        "CREATE_TABLE": "n",
+        "APPLICATION_RECORDER_TOPIC":
+            "allocation_ledger.adapters.postgres:OneTripApplicationRecorder",
+    }
+    if "schema" in ours:
+        env["POSTGRES_SCHEMA"] = ours["schema"]
+    return env
+
+
+def _check_port(port: str | None, url: str) -> None:
+    """Each port libpq was given (one per host) must be a number from 1 to 65535."""
+    for one in (port or "").split(","):
+        if one and not (one.isascii() and one.isdecimal() and 1 <= int(one) <= 65535):
+            raise InvalidRequest(f"bad port {one!r} in {url!r}: a number from 1 to 65535",
+                                 url=url)
 
 
 def _check_parameters(query: dict[str, str], url: str) -> None:

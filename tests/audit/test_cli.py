@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from allocation_ledger import Ledger
 from allocation_ledger.audit import findings as f
 from allocation_ledger.cli import main
-from allocation_ledger.cli.auditing import ProgressBar
+from allocation_ledger.cli.output import ProgressBar
 from tests.audit import tampering
 from tests.audit.conftest import at, frozen
 from tests.builders import PROJECT, USER, a_host, new_id
@@ -87,8 +88,10 @@ def test_history_shows_when_who_and_why(
         durable_ledger.release(vm, 1, request={"actor": "bob"})
 
     code, out = run(capsys, "history", "consumer", vm, "--url", durable_url)
-    created, released = out.splitlines()
+    header, created, released = out.splitlines()
     assert code == 0
+    assert header.split() == ["POSITION", "TIME", "ACTOR", "REQUEST", "CHANGE", "(REASON)"]
+    assert header.index("TIME") == created.index("2024-05-01T10:05:00+00:00")
     assert "2024-05-01T10:05:00+00:00  alice" in created
     assert "req-9" in created and "(tenant asked for more)" in created
     assert "VCPU 2 on" in created and "VCPU 2->0" in released and "bob" in released
@@ -163,11 +166,13 @@ def test_a_progress_bar_is_drawn_only_on_a_terminal(
     durable_ledger: Ledger, durable_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     screen = io.StringIO()
-    bar = ProgressBar(screen, width=10)
+    screen.isatty = lambda: True  # type: ignore[method-assign]
+    bar = ProgressBar(screen, "audit", width=10)
     bar(50, 100)
     bar(100, 100)
-    assert screen.getvalue().endswith("\r[##########] 100%  position 100/100\n")
-    assert screen.getvalue().startswith("\r[#####.....]  50%")
+    assert re.search(r"\raudit \[##########\] 100% 100/100 events [\d,]+/s in 0:00:00\n$",
+                     screen.getvalue())
+    assert screen.getvalue().startswith("\raudit [#####.....]  50% 50/100 events ")
     a_host(durable_ledger)
     assert run(capsys, "audit", "--url", durable_url)[0] == 0
     assert capsys.readouterr().err == ""  # stderr is not a terminal here

@@ -38,8 +38,8 @@ def test_a_consumer_with_nothing_shows_only_empty_allocations(client: Client) ->
 
 
 def test_generations_count_on_after_a_consumer_is_emptied(client: Client) -> None:
-    """DESIGN: an emptied consumer keeps its stream; it is written again as new (null) and
-    its generation keeps counting (Placement would start again at 1)."""
+    """docs/guarantees.md: an emptied consumer keeps its stream; it is written again as new
+    (null) and its generation keeps counting (Placement would start again at 1)."""
     world = build(client)
     vm = str(uuid4())
     assert claim(client, vm, world.host, None, VCPU=1) == 204

@@ -333,7 +333,7 @@ class Arena:
         return self.ledger.store.recorder.max_notification_id() or 0
 
     def assert_round(self, start: int, hosts: Sequence[str]) -> None:
-        """DESIGN §5 invariants over the streams written since ``start``, and no class of
+        """guarantees §5 invariants over the streams written since ``start``, and no class of
         ``hosts`` above capacity."""
         problems = violations(cast(Ledger, _Since(self.ledger, start)))
         for host in hosts:

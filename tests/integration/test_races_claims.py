@@ -1,4 +1,4 @@
-"""Racing claims on PostgreSQL (DESIGN §3): the last unit of a host goes to exactly one
+"""Racing claims on PostgreSQL (docs/guarantees.md §3): the last unit of a host goes to exactly one
 claimant; many claimants never overfill a few hosts; two writers of one consumer at one
 generation end with exactly one :class:`ConsumerGenerationConflict`. Each race runs on
 threads sharing a ledger and on separate processes, each with its own ledger."""

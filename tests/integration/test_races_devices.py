@@ -1,4 +1,4 @@
-"""Racing device claims on PostgreSQL (DESIGN §3, §5.3): the last free device goes to one
+"""Racing device claims on PostgreSQL (guarantees §3, §5.3): the last free device goes to one
 claimant, and the loser holds neither an allocation nor a device; two claims naming the same
 device end with one holder; many claimants on a host with a few devices never give a device
 two holders. Each race runs on threads sharing a ledger and on separate processes."""

@@ -1,4 +1,4 @@
-"""Racing a confirm against a revert of one migration on PostgreSQL (DESIGN §3, §4): a
+"""Racing a confirm against a revert of one migration on PostgreSQL (docs/guarantees.md §3, §4): a
 migration resolves at most once, so exactly one wins, the other gets a
 :class:`ConsumerGenerationConflict` or :class:`InvalidTransition`, and the ledger is
 exactly the winner's outcome, never a mix of both and never a leaked allocation. And a

@@ -5,7 +5,7 @@ domain XML held them; the ledger keeps both sets in the store. One process start
 (same-host: both sets on one host; cross-host: old on the source, new on the target) and
 exits. A second, separate process opens the same SQLite file or PostgreSQL schema, must find
 every assignment exactly as the first left it, and reverts or confirms from there. This test
-process then reads the result a third time and checks the DESIGN §5 invariants.
+process then reads the result a third time and checks the docs/guarantees.md §5 invariants.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     drawn = terminal.getvalue()
     assert drawn.startswith(f"\rrebuild [{'#' * 15}{'.' * 15}]  50% 500/1,000 events ")
     assert f"\rrebuild [{'#' * 30}] 100% 1,000/1,000 events " in drawn
-    assert drawn.endswith("/s\n")
+    assert drawn.endswith("/s in 0:00:00\n")
     assert piped.getvalue() == ""
 
 

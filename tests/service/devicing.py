@@ -1,6 +1,6 @@
 """Helpers for the device tests (``test_devices``, ``test_devices_moves``): hosts backed by
 device ids, instances that claim them, and the check of exactly which device each consumer
-holds. Every helper checks the DESIGN §5 invariants after it writes.
+holds. Every helper checks the docs/guarantees.md §5 invariants after it writes.
 """
 
 from __future__ import annotations

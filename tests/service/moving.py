@@ -2,7 +2,7 @@
 
 Nova's functional tests check, after every step of a move, the usage of each compute node
 and the allocations of the server and of its migration record. :class:`Scene` does the
-same for the ledger, plus consumer generations, the migration's status and the DESIGN §5
+same for the ledger, plus consumer generations, the migration's status and the docs/guarantees.md §5
 invariants::
 
     scene = Scene(ledger, hosts)

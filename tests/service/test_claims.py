@@ -1,6 +1,6 @@
 """Claims, multi-consumer writes and releases through the service API, on every store:
 Placement's capacity and unit rules, replacement without double counting, the no-worse rule
-on an over-capacity provider, release and force release (DESIGN §2, §4). Bad input and the
+on an over-capacity provider, release and force release (guarantees §2, §4). Bad input and the
 "nothing written" property of every refusal are tabled in ``test_rejections``."""
 
 from __future__ import annotations

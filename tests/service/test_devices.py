@@ -3,7 +3,7 @@
 Three kinds of device, as Nova has them: vPMEM namespaces on a host (a ``CUSTOM_PMEM_*``
 class on the root), vGPUs on one child provider per physical GPU (``VGPU``, devices are mdev
 UUIDs) and PCI devices by address (``PCI_DEVICE`` or ``CUSTOM_PCI_*``). After every step the
-DESIGN §5 invariants are checked and so is exactly which device ids each consumer holds.
+docs/guarantees.md §5 invariants are checked and so is exactly which device ids each consumer holds.
 """
 
 from __future__ import annotations

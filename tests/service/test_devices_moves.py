@@ -4,7 +4,7 @@ forced live migration, evacuation, and an instance deleted mid-move.
 A swap hands the instance's devices to the migration consumer; the instance's destination
 claim takes new ones; confirm frees the old set, revert frees the new set and gives the old
 back. An evacuating instance holds its source devices until the evacuation completes.
-After every step the DESIGN §5 invariants are checked and so is exactly which device ids
+After every step the docs/guarantees.md §5 invariants are checked and so is exactly which device ids
 each consumer (instance, migration, neighbour) holds.
 """
 

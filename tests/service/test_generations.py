@@ -1,4 +1,4 @@
-"""The generation protocol through the service API, on every store (DESIGN §3): consumer
+"""The generation protocol through the service API, on every store (docs/guarantees.md §3): consumer
 generations are stream versions, ``None`` means absent or emptied, every write adds exactly
 one; provider generations advance on inventory changes and usage changes; a multi-consumer
 write is all or nothing."""

@@ -1,5 +1,5 @@
 """The generations of instance and migration after every step of every move, exactly as
-DESIGN §3 counts them: the first write leaves 1, every later write *that names the
+docs/guarantees.md §3 counts them: the first write leaves 1, every later write *that names the
 consumer* adds 1, an emptied consumer reads ``None``. The instance's destination claim (or
 its giving it up) names only the instance, so the migration's generation stays what the
 swap left: a caller that read it right after the swap confirms or reverts with it, as

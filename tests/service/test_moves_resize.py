@@ -199,7 +199,7 @@ def test_operator_cleans_up_a_leaked_migration(ledger: Ledger) -> None:
 def test_revert_after_the_source_inventory_was_tightened(ledger: Ledger) -> None:
     """Mid-move the operator lowers the source's VCPU total below what the migration holds
     and caps ``max_unit`` under the flavor: the revert hands the existing records back
-    without re-checking them, so the server is not stranded (DESIGN §2)."""
+    without re-checking them, so the server is not stranded (docs/guarantees.md §2)."""
     m = moved_to_other_host(ledger, old=FLAVOR2, new=FLAVOR1)
     host1 = m.host1
     inventory = {rc: {"total": inv.total} for rc, inv in ledger.provider(host1).inventories.items()}

@@ -1,5 +1,5 @@
 """Providers through the service API, on every store: registration, inventory rules,
-over-capacity reporting, deletion and trees (DESIGN §2)."""
+over-capacity reporting, deletion and trees (docs/guarantees.md §2)."""
 
 from __future__ import annotations
 

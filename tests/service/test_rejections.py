@@ -1,4 +1,4 @@
-"""Every rejected command leaves the store exactly as it was (DESIGN §6), on every store.
+"""Every rejected command leaves the store exactly as it was (guarantees §6), on every store.
 
 Each row of the table is a command that must be refused with a given error and fields. It
 runs against a small world of its own (fresh ids, see :class:`World`) in a store shared by

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from allocation_ledger import open_ledger
-from allocation_ledger.config import parse_url
+from allocation_ledger.config import CONNINFO, parse_url
 from allocation_ledger.domain.errors import InvalidRequest
 from tests.builders import a_host
 
@@ -32,7 +32,7 @@ def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str
     ("mysql://u@h/db", "unsupported store URL"),
     ("sqlite://", "no database file"),
     ("postgresql://u@h/", "no database name"),
-    ("postgresql://u@h/db?schem=x", "unknown parameters schem"),
+    ("postgresql://u@h/db?schem=x", 'invalid URI query parameter: "schem"'),
     ("sqlite:///ledger.db?mode=ro", "take no parameters"),
     ('postgresql://u@h/db?schema=x";COMMIT;CREATE/**/TABLE/**/public.pwned(i/**/int);--',
      "bad schema name"),
@@ -46,7 +46,9 @@ def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str
     ("postgresql://u@h/db?lock_timeout=-1", "bad lock_timeout"),
     ("sqlite:///ledger\x00.db", "printable text"),
 ])
-def test_bad_urls_are_refused_with_the_reason(url: str, says: str) -> None:
+def test_bad_urls_are_refused_with_the_reason(
+        url: str, says: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PGDATABASE", raising=False)
     with pytest.raises(InvalidRequest, match=says):
         parse_url(url)
 
@@ -86,3 +88,20 @@ def test_a_cache_size_that_is_no_positive_number_is_refused(
     monkeypatch.setenv("LEDGER_CACHE_SIZE", size)
     with pytest.raises(InvalidRequest, match="LEDGER_CACHE_SIZE"):
         parse_url("memory://")
+
+
+def test_libpq_options_pass_through_and_the_ledgers_own_are_taken_out() -> None:
+    env = parse_url("postgresql://ops@db.example/ledger?sslmode=verify-full"
+                    "&sslrootcert=/etc/ca.pem&schema=cells&application_name=ledger").env
+    conninfo = dict(part.split("=", 1) for part in env[CONNINFO].split())
+    assert conninfo == {"user": "ops", "host": "db.example", "dbname": "ledger",
+                        "sslmode": "verify-full", "sslrootcert": "/etc/ca.pem",
+                        "application_name": "ledger"}
+    assert env["POSTGRES_SCHEMA"] == "cells"
+
+
+def test_what_the_url_leaves_out_is_left_to_libpq(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGDATABASE", "from_env")
+    env = parse_url("postgresql://?host=/var/run/postgresql").env
+    assert env[CONNINFO] == "host=/var/run/postgresql"  # no user, port or password filled in
+    assert env["POSTGRES_DBNAME"] == "from_env"

@@ -143,7 +143,7 @@ def test_bad_amounts_are_invalid_requests(amount: object) -> None:
 @pytest.mark.parametrize("generation", [None, 0, 1, 99])
 def test_generations_accepted(generation: int | None) -> None:
     """``None`` (a new or emptied consumer) or an integer >= 0 (0 matches no generation:
-    the command decides it is a conflict, DESIGN §3)."""
+    the command decides it is a conflict, docs/guarantees.md §3)."""
     assert parse(ReleaseIn, consumer_uuid=VM, expected_generation=generation) == ReleaseIn(
         consumer_uuid=VM, expected_generation=generation
     )

@@ -1,5 +1,5 @@
 """Placement's capacity and unit rules, as tables over the pure functions of
-``allocation_ledger.domain.rules`` (DESIGN §2). No store is involved."""
+``allocation_ledger.domain.rules`` (docs/guarantees.md §2). No store is involved."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from psycopg.sql import SQL, Identifier
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.pgschema import ABSENT, UNCHAINED, Names, schema_state
-from allocation_ledger.config import StoreConfig
+from allocation_ledger.config import CONNINFO, StoreConfig
 
 EVENTS = "ledger_events"  # the event store's table on PostgreSQL (the application "Ledger")
 SQLITE_EVENTS = "stored_events"  # and on SQLite (the library's name there)
@@ -146,11 +146,12 @@ def grant(config: StoreConfig, app_role: str | None, auditor_role: str | None) -
 
 
 def connection(config: StoreConfig) -> dict[str, Any]:
-    """psycopg's connection arguments for a PostgreSQL store."""
-    env = config.env
-    return {"dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"],
-            "port": env["POSTGRES_PORT"], "user": env["POSTGRES_USER"],
-            "password": env["POSTGRES_PASSWORD"] or None, "connect_timeout": 10}
+    """psycopg's connection arguments for a PostgreSQL store: the libpq connection string
+    its URL gave, as keywords (libpq's own options and the ``PG*`` variables, as the store's
+    pool)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    return {"connect_timeout": 10, **conninfo_to_dict(config.env[CONNINFO])}
 
 
 def state_of(config: StoreConfig) -> str:

@@ -21,7 +21,6 @@ from eventsourcing.utils import Environment, EnvType, strtobool
 from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
-from allocation_ledger.adapters.sqlite import QueuedSQLiteApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 
@@ -60,6 +59,8 @@ class EventStore(Application[UUID]):
         self._read_locks = [threading.Lock() for _ in range(64)]
         #: providers other writers lately clashed on (read fresh for a while: see there)
         self.contention = Contention()
+        #: command counters (``allocation_ledger.metrics.instrument``); None: not counted
+        self.metrics: Any = None
         super().__init__(env=dict(env))
         create = strtobool(env.get(CREATE_LEDGER, "y"))
         if isinstance(self.recorder, OneTripApplicationRecorder):
@@ -69,8 +70,6 @@ class EventStore(Application[UUID]):
             # a store opened to be read creates nothing
             if self.recorder.prepare(create=create) and self.snapshots is not None:
                 self.snapshots.recorder.create_table()  # type: ignore[attr-defined]
-        elif isinstance(self.recorder, QueuedSQLiteApplicationRecorder) and not create:
-            self.recorder.verify()  # the checks the library's create_table would have run
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's

@@ -34,9 +34,9 @@ from eventsourcing.persistence import (
     ProgrammingError,
     StoredEvent,
 )
-from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.utils import retry
-from psycopg.rows import tuple_row
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
+from eventsourcing.utils import Environment, EnvType, retry
+from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from allocation_ledger.adapters import chain
@@ -50,7 +50,28 @@ from allocation_ledger.adapters.pgschema import (
     record_key,
     schema_state,
 )
+from allocation_ledger.config import CONNINFO
 from allocation_ledger.domain.errors import StoreUnusable
+
+
+class ConninfoPostgresFactory(PostgresFactory):
+    """The library's PostgreSQL factory, connecting with a whole libpq connection string.
+
+    The library hands its pool five fixed parameters (dbname, host, port, user, password),
+    so no ``sslmode``, ``sslrootcert``, ``host=/var/run/postgresql``, ``options`` or
+    ``target_session_attrs`` could reach libpq, and ``PGUSER``, ``PGHOST``, ``PGSSLMODE``
+    and the other ``PG*`` variables were shadowed by the defaults filled in. Here the pool
+    connects with the connection string the store URL gave (see ``config``), and libpq
+    fills in whatever it leaves out, from the ``PG*`` variables as usual. The pool is not
+    open yet when this runs, so every connection it ever makes uses it.
+    """
+
+    def __init__(self, env: Environment | EnvType | None) -> None:
+        super().__init__(env)
+        conninfo = self.env.get(CONNINFO)
+        if conninfo is not None:
+            self.datastore.pool.conninfo = conninfo
+            self.datastore.pool.kwargs = {"row_factory": dict_row}
 
 
 class OneTripApplicationRecorder(PostgresApplicationRecorder):

@@ -81,7 +81,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         """Check the file, create what is missing, refuse an unmigrated ledger or a wrong
         key."""
         with self.datastore.transaction(commit=True) as c:
-            self._check_file(c)
+            self._refuse_unusable(c)
             self._create_table(c)
             c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
             found = c.fetchone()
@@ -93,19 +93,17 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
                 chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
 
     def verify(self) -> None:
-        """The checks of :meth:`create_table`, creating nothing (a store opened to be read):
-        a damaged file, an unmigrated ledger or a wrong key is refused; a file with no ledger
-        tables is left for the caller to report."""
+        """The checks of :meth:`create_table` for a store opened to read (nothing created):
+        a damaged file, a ledger without the hash chain, a chain key not the ledger's."""
         with self.datastore.transaction(commit=False) as c:
-            self._check_file(c)
-            if not self.chained(c):
-                return
-            c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
-            found = c.fetchone()
-        if found is not None:
-            chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+            self._refuse_unusable(c)
+            if _columns(c, self.chain_table):
+                c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
+                found = c.fetchone()
+                if found is not None:
+                    chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
 
-    def _check_file(self, c: SQLiteCursor) -> None:
+    def _refuse_unusable(self, c: SQLiteCursor) -> None:
         if self.lock_path is not None:
             quick_check(c, self.where)
         if _columns(c, self.events_table_name) and not self.chained(c):

@@ -102,7 +102,7 @@ Uuid = Annotated[str, BeforeValidator(_uuid)]
 ResourceClass = Annotated[str, Strict(), Field(max_length=255), AfterValidator(_resource_class)]
 Amount = Annotated[int, Strict(), Field(ge=1, le=MAX_INT)]
 #: 0 is a valid input (Nova sends it after reading an old microversion) that matches no
-#: generation: a conflict with expected and actual, as DESIGN §3 says, not bad input.
+#: generation: a conflict with expected and actual, as docs/guarantees.md §3 says, not bad input.
 Generation = Annotated[int, Strict(), Field(ge=0, le=MAX_VERSION)]
 ConsumerType = Annotated[str, Strict(), Field(min_length=1, max_length=64), NoControl,
                          AfterValidator(_consumer_type)]

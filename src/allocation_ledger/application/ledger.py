@@ -7,14 +7,12 @@ decide, and appends everything it changed in one atomic write. A rejected comman
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from eventsourcing.utils import get_topic
-
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application import moving, providing
+from allocation_ledger.application import catalog, moving, providing
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.inputs import (
     AgeIn,
@@ -31,6 +29,7 @@ from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import claims
 from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.ids import consumer_stream_id
 from allocation_ledger.domain.migration import Migration
 
 
@@ -169,15 +168,16 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         return ProviderView.of(Session(self.store).provider(canonical_uuid(provider_uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
-        """Every provider of a tree (the root and all below it), by UUID."""
+        """Every provider of a tree (the root and all below it), by UUID, root first and
+        each child after its parent (depth first, siblings in UUID order)."""
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
         pending = [canonical_uuid(root_uuid)]
         while pending:
             provider = session.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
-            pending.extend(provider.children)
-        return dict(sorted(found.items()))
+            pending.extend(reversed(provider.children))
+        return found
 
     def tree_usages(self, root_uuid: str) -> dict[str, dict[str, int]]:
         """Usage per provider and class across a whole tree."""
@@ -191,25 +191,28 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
         ``older_than_seconds`` ago (the leaks an operator looks for); ``now`` must carry a
-        timezone."""
+        timezone. Finished migrations are known from their end events alone; only those in
+        flight are loaded."""
         age = parse(AgeIn, older_than_seconds=older_than_seconds, now=now)
         now = age.now or datetime.now(UTC)
-        views = [v for v in self._migrations() if v.status == "in-progress"]
+        open_ids = [consumer_stream_id(u) for u in catalog.migrations(self.store,
+                                                                      in_flight_only=True)]
+        views = [MigrationView.of(found) for found in self.store.get_short_many(open_ids).values()
+                 if isinstance(found, Migration) and found.status == "in-progress"]
         return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
                       key=lambda v: v.started_at)
 
-    def _migrations(self) -> Iterator[MigrationView]:
-        topic = get_topic(Migration.Started)
-        start = 1
-        while True:
-            batch = self.store.recorder.select_notifications(start, 1000, topics=[topic])
-            if not batch:
-                return
-            for n in batch:
-                found = self.store.get(n.originator_id)
-                if isinstance(found, Migration):
-                    yield MigrationView.of(found)
-            start = batch[-1].id + 1
+    def providers(self) -> dict[str, catalog.ProviderEntry]:
+        """Every provider that exists (UUID, name, parent, root), in order of registration."""
+        return catalog.providers(self.store)
+
+    def consumers(self) -> dict[str, catalog.ConsumerEntry]:
+        """Every consumer ever written (instances and migrations), in order of first write."""
+        return catalog.consumers(self.store)
+
+    def migration_ids(self) -> list[str]:
+        """The UUIDs of every migration ever started, oldest first."""
+        return catalog.migrations(self.store)
 
 
 def _view(session: Session, consumer_uuid: str) -> ConsumerView:

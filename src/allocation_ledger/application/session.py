@@ -2,7 +2,7 @@
 
 The session remembers the version of every stream it read. When the store refuses the
 append (another writer took a (stream, version) first) it tells the two cases apart, as
-DESIGN §3 asks: a consumer written meanwhile is a :class:`ConsumerGenerationConflict`
+docs/guarantees.md §3 asks: a consumer written meanwhile is a :class:`ConsumerGenerationConflict`
 (never retried: the caller re-reads and re-decides); a migration stream that moved only by
 context events (its instance claimed or gave up a destination) changed no generation, and
 is treated like a provider clash; a provider that the caller pinned with
@@ -312,9 +312,12 @@ def run(store: EventStore, decide: Callable[[Session], T],
     second reading has the store's refusal of the first append as its ``__cause__``.
     """
     session = Session(store)
+    metrics = store.metrics  # None unless instrumented (allocation_ledger.metrics)
     refused: IntegrityError | None = None  # the store refused a consumer taken as new
     for attempt in range(1, MAX_ATTEMPTS + 1):
         optimistic = attempt == 1
+        if attempt > 1 and metrics is not None:
+            metrics.retried()
         session = Session(store, optimistic=optimistic, new_consumers=new_consumers)
         try:
             result = decide(session)
@@ -322,11 +325,14 @@ def run(store: EventStore, decide: Callable[[Session], T],
             if optimistic and (session.assumed_absent
                                or session.stale_reads(unwritten_only=False)):
                 continue
+            if metrics is not None:
+                metrics.refused(type(err).__name__)
             if refused is not None and err.__cause__ is None:
                 raise err from refused
             raise
         if optimistic and session.stale_reads(unwritten_only=True):
             continue
+        began = time.perf_counter()
         try:
             session.save()
         except Retry as retry:
@@ -337,7 +343,11 @@ def run(store: EventStore, decide: Callable[[Session], T],
             if not optimistic:
                 time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
             continue
+        if metrics is not None:
+            metrics.appended(time.perf_counter() - began)
         return result
+    if metrics is not None:
+        metrics.refused(ConcurrentUpdate.__name__)
     raise ConcurrentUpdate(session.provider_uuids, MAX_ATTEMPTS)
 
 

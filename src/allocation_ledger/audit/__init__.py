@@ -1,7 +1,7 @@
 """The audit: replay the ledger, check every invariant, answer point-in-time questions.
 
 - :func:`~allocation_ledger.audit.run.audit` replays the ledger through the domain's own
-  appliers and checks DESIGN §5 at every position, collecting :class:`Finding` records.
+  appliers and checks docs/guarantees.md §5 at every position, collecting :class:`Finding` records.
 - :mod:`~allocation_ledger.audit.pointintime`: a provider, consumer, migration or every host
   as of a ledger position or a moment.
 - :mod:`~allocation_ledger.audit.history`: every event of a stream with who, why and what

@@ -1,4 +1,4 @@
-"""The invariants of DESIGN §5, as pure functions that return findings.
+"""The invariants of docs/guarantees.md §5, as pure functions that return findings.
 
 Two sorts of check:
 

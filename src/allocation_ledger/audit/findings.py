@@ -16,7 +16,7 @@ from uuid import UUID
 ERROR = "error"
 WARNING = "warning"
 
-#: Kinds of finding (§5 of DESIGN.md names the invariants they stand for).
+#: Kinds of finding (§5 of docs/guarantees.md names the invariants they stand for).
 ORDER = "stream-order"  # a version gap, a repeated creation, an event without a stream
 UNREADABLE = "unreadable-event"  # cannot be decoded or applied
 USAGE_MISMATCH = "usage-mismatch"  # §5.1 provider usage != sum of allocations

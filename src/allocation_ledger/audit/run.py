@@ -2,7 +2,7 @@
 
 ``audit(store)`` replays the whole ledger (or the part between two positions, building the
 state before ``start`` without checking it) and returns an :class:`AuditReport`. A report
-with any finding of severity "error" means the ledger broke an invariant of DESIGN §5.
+with any finding of severity "error" means the ledger broke an invariant of docs/guarantees.md §5.
 """
 
 from __future__ import annotations

@@ -9,23 +9,23 @@ Long replays draw a progress bar on stderr when it is a terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from allocation_ledger.audit.chain import read_digests
-from allocation_ledger.audit.pointintime import cut
-from allocation_ledger.audit.run import AuditReport, audit
 from allocation_ledger.cli import values
-from allocation_ledger.cli.auditing import (
-    add_output_arguments,
-    parse_time,
-    progress_bar,
-    store_of,
-)
+from allocation_ledger.cli.options import parse_time
+
+if TYPE_CHECKING:
+    from allocation_ledger.audit.run import AuditReport
 
 NAME = "audit"
 HELP = "replay the ledger, check every invariant, report findings (exit 1 on a violation)"
+EXAMPLES = """\
+  allocation-ledger audit
+  allocation-ledger audit --until 2026-11-21T14:02:00Z --json
+  allocation-ledger audit --stale-after 600 --projections off
+  allocation-ledger repair --stale-after 600 --action revert --dry-run   # fix what it found
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,11 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "must be unchanged")
     parser.add_argument("--no-snapshots", action="store_true",
                         help="do not compare stored snapshots with the replay")
-    add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Audit the store ``--url`` names; 1 if an invariant is broken."""
+    from allocation_ledger.audit.chain import read_digests
+    from allocation_ledger.audit.pointintime import cut
+    from allocation_ledger.audit.run import audit
+    from allocation_ledger.cli.auditing import store_of
+    from allocation_ledger.cli.output import print_json, progress_bar
+
     digests = read_digests(args.digest)
     with store_of(args) as store:
         stop = None
@@ -61,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
         report = audit(store, start=args.from_position, stop=stop,
                        stale_after=args.stale_after, snapshots=not args.no_snapshots,
                        projections=_projections(args.projections),
-                       progress=progress_bar(args), digests=digests)
+                       progress=progress_bar(not args.no_progress, "audit"),
+                       digests=digests)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        print_json(report.to_dict())
     else:
         print_report(report)
     return 0 if report.ok else 1

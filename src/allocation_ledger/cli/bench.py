@@ -14,13 +14,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from allocation_ledger.bench import report, runner, settings
 from allocation_ledger.cli import values
-from allocation_ledger.domain.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    from allocation_ledger.bench import settings
 
 NAME = "bench"
 HELP = "benchmark claims, moves, batches and history against the raw database floor"
+EXAMPLES = """\
+  allocation-ledger bench --quick
+  allocation-ledger bench --stores postgresql --postgres-url postgresql://postgres@127.0.0.1/ledger_test
+"""
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -34,11 +40,13 @@ def _numbers(text: str) -> tuple[int, ...]:
 
 
 def _stores(text: str) -> tuple[str, ...]:
+    from allocation_ledger.bench.settings import STORE_KINDS
+
     found = tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in found if x not in settings.STORE_KINDS]
+    unknown = [x for x in found if x not in STORE_KINDS]
     if not found or unknown:
         raise argparse.ArgumentTypeError(
-            f"stores are {', '.join(settings.STORE_KINDS)}; got {text!r}")
+            f"stores are {', '.join(STORE_KINDS)}; got {text!r}")
     return found
 
 
@@ -76,6 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_of(args: argparse.Namespace) -> settings.Settings:
     """The run's settings: the preset, then the options given."""
+    from allocation_ledger.bench import settings
+    from allocation_ledger.cli.options import UsageError
+
     base = settings.quick() if args.quick else settings.full()
     postgres_url = args.postgres_url
     if postgres_url is None and args.url and args.url.startswith("postgres"):
@@ -87,18 +98,24 @@ def settings_of(args: argparse.Namespace) -> settings.Settings:
         history_claims=args.history_claims, threads=args.threads,
     )
     if chosen.duration <= 0 or chosen.grow_to < chosen.small_history:
-        raise InvalidRequest("--duration must be positive and --grow-to at least "
-                             "--small-history")
+        raise UsageError("--duration must be positive and --grow-to at least "
+                         "--small-history")
     return chosen
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark, print the table, write the JSON."""
+    from allocation_ledger.bench import report, runner
+    from allocation_ledger.cli.output import print_json
+
     chosen = settings_of(args)
     results = runner.run(chosen, progress=lambda line: print(f"bench: {line}",
                                                             file=sys.stderr, flush=True))
-    print(report.table(results))
     report.write_json(results, chosen.out)
-    print(f"\nresults written to {chosen.out}")
+    if args.json:
+        print_json(results)
+    else:
+        print(report.table(results))
+        print(f"\nresults written to {chosen.out}")
     missed = [t for t in results["targets"] if not t["met"]]
     return 1 if args.check and missed else 0

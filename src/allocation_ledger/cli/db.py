@@ -10,11 +10,15 @@ events table; the auditor may only read.
 from __future__ import annotations
 
 import argparse
-
-from allocation_ledger.bootstrap import init_store
+from dataclasses import asdict
 
 NAME = "db"
 HELP = "db init: create or migrate the schema and grant roles (run as the schema's owner)"
+EXAMPLES = """\
+  allocation-ledger db init --url sqlite:///ledger.db
+  allocation-ledger db init --url postgresql://owner@db/ledger?schema=ledger \\
+      --app-role ledger_app --auditor-role ledger_auditor
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Initialise the store ``--url`` names."""
+    from allocation_ledger.bootstrap import init_store
+    from allocation_ledger.cli.output import print_json
+
     done = init_store(args.url, app_role=args.app_role, auditor_role=args.auditor_role)
-    print(done.line())
+    print_json(asdict(done)) if args.json else print(done.line())
     return 0

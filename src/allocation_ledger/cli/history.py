@@ -11,71 +11,77 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.audit.history import (
-    HistoryEntry,
-    consumer_history,
-    ledger_records,
-    migration_history,
-    provider_history,
-)
-from allocation_ledger.audit.reading import position_at
 from allocation_ledger.cli import values
-from allocation_ledger.cli.auditing import (
-    add_output_arguments,
-    dumps,
-    parse_time,
-    store_of,
-)
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.cli.options import UsageError, parse_time
+
+if TYPE_CHECKING:
+    from allocation_ledger.adapters.eventstore import EventStore
+    from allocation_ledger.audit.history import HistoryEntry
 
 NAME = "history"
 HELP = "every event of a consumer, provider or migration; or the ledger as JSON lines"
-
-READERS = {"consumer": consumer_history, "provider": provider_history,
-           "migration": migration_history}
+EXAMPLES = """\
+  allocation-ledger history provider 6ae32ac4           # who changed this host, and why
+  allocation-ledger history migration 51f0 --json
+  allocation-ledger history ledger --since 2026-11-21T14:00:00Z --until 2026-11-21T15:00:00Z
+"""
+KINDS = ("consumer", "provider", "migration")
+HEADERS = ("POSITION", "TIME", "ACTOR", "REQUEST", "CHANGE (REASON)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """What to list and, for the ledger, which part."""
-    parser.add_argument("what", choices=[*READERS, "ledger"])
-    parser.add_argument("uuid", nargs="?", help="the consumer, provider or migration")
-    parser.add_argument("--from-position", type=values.position, default=None, metavar="N")
-    parser.add_argument("--to-position", type=values.position, default=None, metavar="N")
+    parser.add_argument("what", choices=[*KINDS, "ledger"],
+                        help="one stream's history, or the whole ledger")
+    parser.add_argument("uuid", nargs="?",
+                        help="the consumer, provider or migration (UUID or unique prefix)")
+    parser.add_argument("--from-position", type=values.position, default=None, metavar="N",
+                        help="ledger: from this position")
+    parser.add_argument("--to-position", type=values.position, default=None, metavar="N",
+                        help="ledger: up to this position")
     parser.add_argument("--since", type=parse_time, default=None, metavar="TIME",
-                        help="from the first event at or after this ISO 8601 time")
+                        help="ledger: from the first event at or after this ISO 8601 time")
     parser.add_argument("--until", type=parse_time, default=None, metavar="TIME",
-                        help="up to the last event at or before this ISO 8601 time")
-    add_output_arguments(parser)
+                        help="ledger: up to the last event at or before this ISO 8601 time")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the history asked for."""
+    from allocation_ledger.audit import history
+    from allocation_ledger.cli.auditing import resolve_id, store_of
+    from allocation_ledger.cli.output import dumps, table
+
+    if args.what != "ledger" and not args.uuid:
+        raise UsageError(f"history {args.what} needs a UUID")
+    readers = {"consumer": history.consumer_history, "provider": history.provider_history,
+               "migration": history.migration_history}
     with store_of(args) as store:
         if args.what == "ledger":
             start, stop = _range(store, args)
-            for record in ledger_records(store, start, stop):
+            for record in history.ledger_records(store, start, stop):
                 print(dumps(record))
             return 0
-        if not args.uuid:
-            raise InvalidRequest(f"history {args.what} needs a UUID")
-        entries = READERS[args.what](store, args.uuid)
-    for entry in entries:
-        print(dumps(entry.to_dict()) if args.json else line(entry))
+        entries = readers[args.what](store, resolve_id(store, args.what, args.uuid))
+    if args.json:
+        for entry in entries:
+            print(dumps(entry.to_dict()))
+    else:
+        table(HEADERS, [row(entry) for entry in entries], fmt=args.format)
     return 0
 
 
-def line(entry: HistoryEntry) -> str:
-    """One readable line: position, time, who, request, what changed, why."""
-    who = entry.actor or "-"
-    request = entry.request_id or "-"
+def row(entry: HistoryEntry) -> list[str]:
+    """One readable row: position, time, who, request, what changed and why."""
     why = f"  ({entry.reason})" if entry.reason else ""
-    return (f"#{entry.position:<7} {entry.time.isoformat(timespec='seconds')}  {who:<12} "
-            f"{request:<14} {entry.summary}{why}")
+    return [f"#{entry.position}", entry.time.isoformat(timespec="seconds"),
+            entry.actor or "-", entry.request_id or "-", f"{entry.summary}{why}"]
 
 
 def _range(store: EventStore, args: argparse.Namespace) -> tuple[int, int | None]:
+    from allocation_ledger.audit.reading import position_at
+
     start = args.from_position or 1
     stop = args.to_position
     if args.since is not None:

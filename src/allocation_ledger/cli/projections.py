@@ -9,10 +9,17 @@ from __future__ import annotations
 import argparse
 
 from allocation_ledger.cli import values
+from allocation_ledger.cli.options import positive_int
 
 NAME = "projections"
 HELP = "rebuild, resume, follow (until SIGINT/SIGTERM) or show the status of the read models"
 ACTIONS = ("rebuild", "resume", "follow", "status")
+EXAMPLES = """\
+  allocation-ledger projections rebuild                 # from zero, progress bar on a terminal
+  allocation-ledger projections resume --name host_usage
+  allocation-ledger projections follow --poll-interval 0.5
+  allocation-ledger projections status --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,10 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=values.count, default=5000, metavar="EVENTS",
                         help="events per transaction at least (batches end where a "
                              "command ends; default 5000)")
+    parser.add_argument("--metrics-port", type=positive_int, default=None, metavar="PORT",
+                        help="follow: serve Prometheus metrics (lag, stale migrations) on "
+                             "this port of 127.0.0.1")
     parser.add_argument("--poll-interval", type=values.positive_seconds, default=1.0,
                         metavar="SECONDS",
                         help="follow: poll this often when no notification arrives")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,10 @@ import argparse
 
 NAME = "serve"
 HELP = "serve a Placement-compatible HTTP API over the ledger"
+EXAMPLES = """\
+  allocation-ledger serve                                   # 127.0.0.1:8778, no token
+  allocation-ledger serve --bind 0.0.0.0:8778 --token-file /etc/ledger/tokens
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

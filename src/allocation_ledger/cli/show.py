@@ -1,52 +1,93 @@
-"""``allocation-ledger show``: a host's usage, a consumer's allocations, or a migration."""
+"""``allocation-ledger show``: a provider tree's usage, a consumer's allocations, or a
+migration; by UUID or a unique UUID prefix."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bootstrap import open_ledger
+if TYPE_CHECKING:
+    from allocation_ledger.application.views import (
+        ConsumerView,
+        MigrationView,
+        ProviderView,
+    )
 
 NAME = "show"
 HELP = "show a provider tree's usage, a consumer's allocations or a migration"
+EXAMPLES = """\
+  allocation-ledger show provider 6ae32ac4              # the tree, root first
+  allocation-ledger show consumer 9d2e5c2a-0c8f-4a50-8e7b-2f4c1a9b6d31 --json
+  allocation-ledger show migration 51f0
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``show provider|consumer|migration UUID [--json]``."""
-    parser.add_argument("what", choices=["provider", "consumer", "migration"])
-    parser.add_argument("uuid")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    """``show provider|consumer|migration UUID``."""
+    parser.add_argument("what", choices=["provider", "consumer", "migration"],
+                        help="what to show")
+    parser.add_argument("uuid", help="its UUID, or a unique prefix of it")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print what was asked for."""
+    from allocation_ledger.bootstrap import open_ledger
+    from allocation_ledger.cli.auditing import resolve_id
+    from allocation_ledger.cli.output import print_json
+
     with open_ledger(args.url, create=False) as ledger:
+        uuid = resolve_id(ledger.store, args.what, args.uuid)
         if args.what == "provider":
-            if args.json:
-                data: Any = {
-                    uuid: {"name": v.name, "generation": v.generation, "usages": v.usages,
-                           "inventories": {rc: asdict(i) for rc, i in v.inventories.items()},
-                           "devices": v.devices}
-                    for uuid, v in ledger.tree(args.uuid).items()
-                }
-                print(json.dumps(data, indent=2, sort_keys=True))
-            else:
-                print_host(ledger, args.uuid)
+            tree = ledger.tree(uuid)
+            print_json(tree_data(tree)) if args.json else print_tree(tree)
         elif args.what == "consumer":
-            print(json.dumps(asdict(ledger.consumer(args.uuid)), indent=2, sort_keys=True))
+            consumer = ledger.consumer(uuid)
+            print_json(asdict(consumer)) if args.json else print_consumer(consumer)
         else:
-            print(json.dumps(asdict(ledger.migration(args.uuid)), indent=2, sort_keys=True,
-                             default=str))
+            migration = ledger.migration(uuid)
+            print_json(asdict(migration)) if args.json else print_migration(migration)
     return 0
 
 
-def print_host(ledger: Ledger, root_uuid: str) -> None:
-    """A readable table of a provider tree's usage."""
-    for uuid, view in ledger.tree(root_uuid).items():
-        print(f"  {view.name} ({uuid[:8]}) generation {view.generation}")
+def tree_data(tree: dict[str, ProviderView]) -> dict[str, Any]:
+    """A tree as plain data, by provider UUID, root first."""
+    return {uuid: {"name": v.name, "parent_uuid": v.parent_uuid, "generation": v.generation,
+                   "usages": v.usages, "devices": v.devices,
+                   "inventories": {rc: asdict(i) for rc, i in v.inventories.items()}}
+            for uuid, v in tree.items()}
+
+
+def print_tree(tree: dict[str, ProviderView]) -> None:
+    """A provider tree, root first, each child indented under its parent."""
+    depth: dict[str, int] = {}
+    for uuid, view in tree.items():
+        level = depth[uuid] = depth.get(view.parent_uuid or "", -1) + 1
+        pad = "  " * (level + 1)
+        print(f"{pad}{view.name} ({uuid}) generation {view.generation}")
         for rc, c in view.classes.items():
             flag = "  OVER CAPACITY" if c.over_capacity else ""
-            print(f"    {rc:<12} used {c.used:>7} of {c.capacity:>7}  free {c.free:>7}{flag}")
+            print(f"{pad}  {rc:<12} used {c.used:>7} of {c.capacity:>7}  free {c.free:>7}"
+                  f"{flag}")
+
+
+def print_consumer(view: ConsumerView) -> None:
+    """A consumer's generation, owner and allocations."""
+    print(f"consumer {view.consumer_uuid} generation {view.generation}")
+    for key, value in asdict(view).items():
+        if key not in {"consumer_uuid", "generation", "allocations", "devices"}:
+            print(f"  {key}: {value}")
+    for rp, amounts in view.allocations.items():
+        print(f"  {rp}: " + ", ".join(f"{rc}={n}" for rc, n in amounts.items()))
+    for rp, by_class in view.devices.items():
+        for rc, ids in by_class.items():
+            print(f"  {rp}: {rc} devices {', '.join(ids)}")
+
+
+def print_migration(view: MigrationView) -> None:
+    """A migration's context, status and times (ISO 8601)."""
+    print(f"migration {view.migration_uuid}")
+    for key, value in asdict(view).items():
+        if key != "migration_uuid":
+            print(f"  {key}: {value.isoformat() if isinstance(value, datetime) else value}")

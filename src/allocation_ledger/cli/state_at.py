@@ -10,42 +10,49 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.views import ProviderView
-from allocation_ledger.audit import pointintime as pit
 from allocation_ledger.cli import values
-from allocation_ledger.cli.auditing import (
-    add_output_arguments,
-    dumps,
-    parse_time,
-    progress_bar,
-    store_of,
-)
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.cli.options import UsageError, parse_time
+
+if TYPE_CHECKING:
+    from allocation_ledger.adapters.eventstore import EventStore
+    from allocation_ledger.application.views import ProviderView
+    from allocation_ledger.audit import pointintime as pit
 
 NAME = "state-at"
 HELP = "a provider, consumer, migration or every host as of a position or a time"
+EXAMPLES = """\
+  allocation-ledger state-at provider 6ae32ac4 --at 2026-11-21T14:02:00Z
+  allocation-ledger state-at consumer 9d2e --position 1234 --json
+  allocation-ledger state-at hosts --position 1200
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """What to show and the cut (the newest position when neither is given)."""
-    parser.add_argument("what", choices=["provider", "consumer", "migration", "hosts"])
-    parser.add_argument("uuid", nargs="?", help="the provider, consumer or migration")
+    parser.add_argument("what", choices=["provider", "consumer", "migration", "hosts"],
+                        help="one provider, consumer or migration, or every host")
+    parser.add_argument("uuid", nargs="?",
+                        help="the provider, consumer or migration (UUID or unique prefix)")
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                       help="as of this ISO 8601 time")
     when.add_argument("--position", type=values.position, default=None, metavar="N",
                       help="as of this ledger position")
-    add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the state asked for."""
+    from allocation_ledger.audit import pointintime as pit
+    from allocation_ledger.cli.auditing import resolve_id, store_of
+    from allocation_ledger.cli.output import dumps
+
     if args.what != "hosts" and not args.uuid:
-        raise InvalidRequest(f"state-at {args.what} needs a UUID")
+        raise UsageError(f"state-at {args.what} needs a UUID")
     with store_of(args) as store:
+        if args.what != "hosts":
+            args.uuid = resolve_id(store, args.what, args.uuid)
         position = pit.cut(store, args.position, args.at)
         found, data = _lookup(store, args, position)
     cut = {"position": found.position,
@@ -67,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _lookup(store: EventStore, args: argparse.Namespace,
             position: int) -> tuple[pit.AsOf[Any], dict[str, Any]]:
+    from allocation_ledger.audit import pointintime as pit
+    from allocation_ledger.cli.output import progress_bar
+
     if args.what == "provider":
         provider = pit.provider_at(store, args.uuid, position)
         return provider, provider_data(provider.value)
@@ -76,7 +86,7 @@ def _lookup(store: EventStore, args: argparse.Namespace,
     if args.what == "migration":
         migration = pit.migration_at(store, args.uuid, position)
         return migration, asdict(migration.value)
-    hosts = pit.hosts_at(store, position, progress_bar(args))
+    hosts = pit.hosts_at(store, position, progress_bar(not args.no_progress, "state-at"))
     return hosts, {root: {uuid: provider_data(view) for uuid, view in tree.items()}
                    for root, tree in hosts.value.items()}
 

@@ -9,7 +9,7 @@ context all the same. A migration resolves at most once.
 The context's own records (the instance claimed or gave up its destination) are events in the
 migration's stream, but they are written by commands that name the instance, not the
 migration, so they are *context events*: they do not count in the migration's consumer
-generation (DESIGN §3: only a write that names the consumer adds 1). The generation is the
+generation (guarantees §3: only a write that names the consumer adds 1). The generation is the
 stream version less the context events the stream holds.
 """
 

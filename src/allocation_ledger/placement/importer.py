@@ -1,0 +1,163 @@
+"""Writing a Placement database into a new ledger, and checking it afterwards.
+
+One command per provider (registration with its whole inventory; parents before their
+children) and one claim per consumer that holds allocations, each an ordinary ledger
+command with the actor, a request id shared by the whole import, and a reason that notes
+the source's generation (the ledger's own generations start again at 1: they are stream
+versions, opaque to clients, who re-read after the import as after any conflict).
+
+Placement records no migration context: a consumer of type ``MIGRATION`` (Nova's
+migration-based allocation) does not say which instance is moving, so it comes in as a
+plain consumer of type ``PLACEMENT_MIGRATION`` holding the same allocation, released like
+any consumer once Nova finishes the move. A consumer without a type comes in as
+``UNKNOWN``, as Placement reports it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.placement.source import PlacementData, SourceConsumer, SourceProvider
+
+if TYPE_CHECKING:
+    from allocation_ledger.application.ledger import Ledger
+
+MIGRATION_TYPE = "PLACEMENT_MIGRATION"
+
+
+@dataclass
+class ImportReport:
+    """What the import wrote (or would write), and what the check found."""
+
+    dry_run: bool
+    request_id: str
+    providers: int = 0
+    consumers: int = 0
+    allocations: int = 0
+    skipped_consumers: list[str] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the ledger matches the source (or nothing was written)."""
+        return not self.mismatches
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {**asdict(self), "ok": self.ok}
+
+
+def consumer_type(source: SourceConsumer) -> str:
+    """The ledger's consumer type for a Placement consumer."""
+    if source.type is None:
+        return "UNKNOWN"
+    return MIGRATION_TYPE if source.type == "MIGRATION" else source.type
+
+
+def parents_first(providers: list[SourceProvider]) -> list[SourceProvider]:
+    """Providers ordered so that every parent comes before its children."""
+    by_uuid = {p.uuid: p for p in providers}
+
+    def depth(p: SourceProvider) -> int:
+        level, seen = 0, set()
+        while p.parent_uuid and p.parent_uuid in by_uuid and p.uuid not in seen:
+            seen.add(p.uuid)
+            p, level = by_uuid[p.parent_uuid], level + 1
+        return level
+
+    return sorted(providers, key=depth)
+
+
+def import_placement(ledger: Ledger, data: PlacementData, *, dry_run: bool,
+                     actor: str = "allocation-ledger import-placement",
+                     progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Write ``data`` into ``ledger`` (which must be empty), then check every provider's
+    inventory and usage and every consumer's allocations and owner against the source."""
+    report = ImportReport(dry_run, f"placement-import-{uuid.uuid4()}")
+    if not dry_run and ledger.store.recorder.max_notification_id():
+        raise InvalidRequest("the ledger is not empty: import into a new ledger "
+                             "(a new SQLite file or PostgreSQL schema)")
+    total = len(data.providers) + len(data.consumers)
+    done = 0
+    for p in parents_first(data.providers):
+        inventories = data.inventories.get(p.uuid, {})
+        request = {"actor": actor, "request_id": report.request_id,
+                   "reason": f"imported from Placement: provider generation {p.generation}"}
+        report.commands.append({"command": "register_provider", "provider_uuid": p.uuid,
+                                "name": p.name, "parent_uuid": p.parent_uuid,
+                                "inventories": inventories, "reason": request["reason"]})
+        if not dry_run:
+            ledger.register_provider(p.uuid, p.name, parent_uuid=p.parent_uuid,
+                                     inventories=inventories or None, request=request)
+        report.providers += 1
+        done += 1
+        if progress:
+            progress(done, total)
+    for c in data.consumers:
+        allocations = data.allocations.get(c.uuid, {})
+        done += 1
+        if not allocations:
+            report.skipped_consumers.append(c.uuid)  # holds nothing: absent in the ledger
+            continue
+        kind = consumer_type(c)
+        request = {"actor": actor, "request_id": report.request_id,
+                   "reason": f"imported from Placement: consumer generation {c.generation}"
+                             f", type {c.type or 'unknown'}"}
+        report.commands.append({"command": "claim", "consumer_uuid": c.uuid,
+                                "allocations": allocations, "project_id": c.project_id,
+                                "user_id": c.user_id, "consumer_type": kind,
+                                "reason": request["reason"]})
+        if not dry_run:
+            ledger.claim(c.uuid, allocations, None, project_id=c.project_id,
+                         user_id=c.user_id, consumer_type=kind, request=request)
+        report.consumers += 1
+        report.allocations += sum(len(by) for by in allocations.values())
+        if progress:
+            progress(done, total)
+    orphans = set(data.allocations) - {c.uuid for c in data.consumers}
+    if orphans:
+        report.mismatches.append(f"allocations of consumers Placement has no record of: "
+                                 f"{', '.join(sorted(orphans))}")
+    if not dry_run:
+        report.mismatches.extend(check(ledger, data))
+    return report
+
+
+def check(ledger: Ledger, data: PlacementData) -> list[str]:
+    """Every difference between the ledger and the source: inventories, usages,
+    consumers' allocations, projects, users and types."""
+    found: list[str] = []
+    usages = data.usages()
+    for p in data.providers:
+        view = ledger.provider(p.uuid)
+        mine = {rc: dict(asdict(i)) for rc, i in view.inventories.items()}
+        theirs = {rc: dict(i) for rc, i in data.inventories.get(p.uuid, {}).items()}
+        for inv in (*mine.values(), *theirs.values()):
+            inv["allocation_ratio"] = float(inv["allocation_ratio"])
+        if mine != theirs:
+            found.append(f"provider {p.uuid}: inventory {mine} in the ledger, {theirs} in "
+                         "Placement")
+        used = {rc: n for rc, n in view.usages.items() if n}
+        if used != usages.get(p.uuid, {}):
+            found.append(f"provider {p.uuid}: usage {used} in the ledger, "
+                         f"{usages.get(p.uuid, {})} in Placement")
+        if (view.name, view.parent_uuid) != (p.name, p.parent_uuid):
+            found.append(f"provider {p.uuid}: name/parent {view.name}/{view.parent_uuid} in "
+                         f"the ledger, {p.name}/{p.parent_uuid} in Placement")
+    for c in data.consumers:
+        wanted = data.allocations.get(c.uuid, {})
+        held = ledger.consumer(c.uuid)
+        if held.allocations != wanted:
+            found.append(f"consumer {c.uuid}: allocations {held.allocations} in the ledger, "
+                         f"{wanted} in Placement")
+        elif wanted and (held.project_id, held.user_id, held.consumer_type) != (
+                c.project_id, c.user_id, consumer_type(c)):
+            found.append(f"consumer {c.uuid}: owner {held.project_id}/{held.user_id}/"
+                         f"{held.consumer_type} in the ledger, {c.project_id}/{c.user_id}/"
+                         f"{consumer_type(c)} in Placement")
+    return found

@@ -1,0 +1,171 @@
+"""Reading a Placement database (its schema as Placement 16's own migrations create it):
+resource providers with their trees, inventories, resource classes, consumers with
+project, user, type and generation, and allocations. Read-only, in one transaction, so the
+picture is consistent even while Placement keeps running.
+
+``mysql+pymysql://`` (MySQL, MariaDB), ``postgresql://`` (psycopg) and ``sqlite:///`` URLs
+are accepted; ``mysql://`` means PyMySQL (the ``placement`` extra installs it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from allocation_ledger.domain.errors import InvalidRequest
+
+PROVIDERS = """
+SELECT rp.uuid, rp.name, rp.generation, parent.uuid AS parent_uuid, root.uuid AS root_uuid
+FROM resource_providers rp
+LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
+LEFT JOIN resource_providers root ON root.id = rp.root_provider_id
+ORDER BY rp.id
+"""
+INVENTORIES = """
+SELECT rp.uuid AS provider_uuid, i.resource_class_id, i.total, i.reserved, i.min_unit,
+       i.max_unit, i.step_size, i.allocation_ratio
+FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
+ORDER BY rp.id, i.resource_class_id
+"""
+CONSUMERS = """
+SELECT c.uuid, p.external_id AS project_id, u.external_id AS user_id, ct.name AS type,
+       c.generation
+FROM consumers c
+JOIN projects p ON p.id = c.project_id
+JOIN users u ON u.id = c.user_id
+LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+ORDER BY c.id
+"""
+ALLOCATIONS = """
+SELECT a.consumer_id, rp.uuid AS provider_uuid, a.resource_class_id, a.used
+FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+ORDER BY a.id
+"""
+CLASSES = "SELECT id, name FROM resource_classes"
+
+
+@dataclass(frozen=True)
+class SourceProvider:
+    """A resource provider as Placement holds it."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+
+
+@dataclass(frozen=True)
+class SourceConsumer:
+    """A consumer as Placement holds it (``type`` is ``None`` when Placement has none)."""
+
+    uuid: str
+    project_id: str
+    user_id: str
+    type: str | None
+    generation: int
+
+
+@dataclass
+class PlacementData:
+    """Everything the import needs, read in one transaction."""
+
+    providers: list[SourceProvider] = field(default_factory=list)
+    inventories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    consumers: list[SourceConsumer] = field(default_factory=list)
+    allocations: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    def usages(self) -> dict[str, dict[str, int]]:
+        """Provider -> class -> amount used, summed from the allocations."""
+        used: dict[str, dict[str, int]] = {}
+        for by_provider in self.allocations.values():
+            for rp, amounts in by_provider.items():
+                for rc, amount in amounts.items():
+                    used.setdefault(rp, {})[rc] = used.get(rp, {}).get(rc, 0) + amount
+        return used
+
+
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL with the driver this package uses for a bare scheme."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise InvalidRequest(f"not a database URL: {url!r}", url=url)
+    drivers = {"mysql": "mysql+pymysql", "postgresql": "postgresql+psycopg",
+               "postgres": "postgresql+psycopg"}
+    return f"{drivers.get(scheme, scheme)}://{rest}"
+
+
+def read(url: str) -> PlacementData:
+    """Read the Placement database ``url`` names."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        engine = create_engine(engine_url(url))
+    except (ImportError, SQLAlchemyError) as err:
+        raise InvalidRequest(f"cannot use {url!r}: {err}", url=url) from None
+    try:
+        with engine.connect() as conn, conn.begin():
+            if engine.dialect.name == "mysql":
+                conn.exec_driver_sql("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = {name: [dict(r._mapping) for r in conn.execute(text(sql))]
+                    for name, sql in (("providers", PROVIDERS), ("inventories", INVENTORIES),
+                                      ("consumers", CONSUMERS), ("allocations", ALLOCATIONS),
+                                      ("classes", CLASSES))}
+    except SQLAlchemyError as err:
+        first = str(err).strip().splitlines()[0]
+        raise InvalidRequest(f"cannot read a Placement schema from {url!r}: {first}",
+                             url=url) from None
+    finally:
+        engine.dispose()
+    return _assemble(rows)
+
+
+def _assemble(rows: Mapping[str, list[dict[str, Any]]]) -> PlacementData:
+    classes = {int(r["id"]): str(r["name"]) for r in rows["classes"]}
+
+    def name_of(class_id: int) -> str:
+        if class_id not in classes:
+            raise InvalidRequest(
+                f"resource class id {class_id} is not in the resource_classes table (has "
+                "Placement run against this database since its schema was created?)",
+                resource_class_id=class_id)
+        return classes[class_id]
+
+    data = PlacementData()
+    for r in rows["providers"]:
+        data.providers.append(SourceProvider(
+            str(r["uuid"]), str(r["name"] or r["uuid"]), int(r["generation"] or 0),
+            r["parent_uuid"], str(r["root_uuid"] or r["uuid"])))
+    for r in rows["inventories"]:
+        data.inventories.setdefault(r["provider_uuid"], {})[name_of(r["resource_class_id"])] = {
+            "total": int(r["total"]), "reserved": int(r["reserved"]),
+            "min_unit": int(r["min_unit"]), "max_unit": int(r["max_unit"]),
+            "step_size": int(r["step_size"]),
+            "allocation_ratio": _ratio(float(r["allocation_ratio"]))}
+    for r in rows["consumers"]:
+        data.consumers.append(SourceConsumer(str(r["uuid"]), str(r["project_id"]),
+                                             str(r["user_id"]), r["type"],
+                                             int(r["generation"])))
+    for r in rows["allocations"]:
+        by_rp = data.allocations.setdefault(str(r["consumer_id"]), {})
+        rc = name_of(r["resource_class_id"])
+        by_rp.setdefault(r["provider_uuid"], {})[rc] = (
+            by_rp.get(r["provider_uuid"], {}).get(rc, 0) + int(r["used"]))
+    return data
+
+
+def _ratio(value: float) -> float:
+    """MySQL's FLOAT column is single precision (16.0 comes back exact, 1.5 too, but 0.9
+    as 0.8999999761581421): the shortest decimal that the same float32 holds."""
+    import struct
+
+    single = struct.unpack("f", struct.pack("f", value))[0]
+    if single != value:
+        return value  # a double column (PostgreSQL, SQLite): already exact
+    for digits in range(1, 10):
+        rounded = round(value, digits)
+        if struct.unpack("f", struct.pack("f", rounded))[0] == single:
+            return rounded
+    return value

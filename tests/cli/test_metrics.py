@@ -1,0 +1,70 @@
+"""Prometheus metrics: commands, refusals by kind and append latency counted in an
+instrumented process; head, migrations in flight and stale ones, and projection lag read
+at each scrape; the text served over HTTP and printed by ``allocation-ledger metrics``."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from allocation_ledger import InsufficientCapacity, open_ledger
+from allocation_ledger.cli import main
+from allocation_ledger.cli.metrics import samples
+from allocation_ledger.metrics import LedgerMetrics, instrument
+from projections.readmodels import ReadModels
+from tests.audit.conftest import at, frozen
+from tests.builders import PROJECT, USER, a_host, new_id
+
+
+def test_commands_refusals_and_appends_are_counted(tmp_path: Path) -> None:
+    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        metrics = instrument(ledger.store, stale_after=600)
+        host = a_host(ledger, vcpu=2, memory_mb=None)
+        vm = new_id()
+        gen = ledger.claim(vm, {host: {"VCPU": 2}}, None, project_id=PROJECT,
+                           user_id=USER).generation
+        with pytest.raises(InsufficientCapacity):
+            ledger.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
+        with frozen(ledger, at(0)):
+            ledger.swap(vm, new_id(), gen or 0, kind="migration")
+        found = samples(metrics.exposition())
+    assert found["ledger_commands_total"] == 3  # register, claim, swap
+    assert found['ledger_refusals_total{kind="InsufficientCapacity"}'] == 1
+    assert found["ledger_append_seconds_count"] == 3
+    assert found["ledger_migrations_in_flight"] == 1
+    assert found["ledger_stale_migrations"] == 1  # started at 2024-05-01: long ago
+    assert found["ledger_head_position"] > 0
+
+
+def test_projection_lag_is_served_over_http(tmp_path: Path) -> None:
+    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger, \
+            ReadModels.of(ledger) as read:
+        a_host(ledger)
+        read.resume()
+        a_host(ledger)  # two events the read models have not seen
+        head = ledger.store.recorder.max_notification_id()
+        metrics = LedgerMetrics(ledger.store, positions=read.positions)
+        server = metrics.serve(0)
+        try:
+            port = server.server_port
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                found = samples(r.read().decode())
+        finally:
+            server.shutdown()
+    assert found["ledger_head_position"] == head
+    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 2
+    assert found['ledger_projection_position{projection="host_usage"}'] == head - 2
+
+
+def test_the_metrics_command_prints_text_or_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as ledger:
+        a_host(ledger)
+    assert main(["metrics", "--url", url]) == 0
+    assert "# TYPE ledger_stale_migrations gauge" in capsys.readouterr().out
+    assert main(["metrics", "--url", url, "--json", "--stale-after", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["ledger_stale_migrations"] == 0

@@ -18,9 +18,9 @@ from functools import singledispatch
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.values import Allocations
-from projections import tables
-from projections.projection import Projection
-from projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.projection import Projection
+from allocation_ledger.projections.workset import GroupTable, Row, Workset
 
 CONSUMERS = GroupTable(tables.consumers, "consumer_uuid")
 ALLOCATIONS = GroupTable(tables.allocations, "consumer_uuid")

@@ -28,10 +28,10 @@ from sqlalchemy import Column, Engine, MetaData, Table, create_engine, event, in
 from sqlalchemy.pool import StaticPool
 
 from allocation_ledger.adapters.eventstore import EventStore
-from projections import tables
-from projections.readmodels import ReadModels
-from projections.store import create_tables, insert_rows, relax_durability
-from projections.workset import GroupTable, Workset
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.readmodels import ReadModels
+from allocation_ledger.projections.store import create_tables, insert_rows, relax_durability
+from allocation_ledger.projections.workset import GroupTable, Workset
 
 Batches = list[list[tuple[Table, list[dict[str, Any]]]]]
 

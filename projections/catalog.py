@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from projections.allocations import ALLOCATIONS_PROJECTION
-from projections.devices import DEVICES
-from projections.host_usage import HOST_USAGE
-from projections.migrations import MIGRATIONS_PROJECTION
-from projections.projection import Projection
+from allocation_ledger.projections.allocations import ALLOCATIONS_PROJECTION
+from allocation_ledger.projections.devices import DEVICES
+from allocation_ledger.projections.host_usage import HOST_USAGE
+from allocation_ledger.projections.migrations import MIGRATIONS_PROJECTION
+from allocation_ledger.projections.projection import Projection
 
 ALL: tuple[Projection, ...] = (HOST_USAGE, ALLOCATIONS_PROJECTION, DEVICES,
                                MIGRATIONS_PROJECTION)

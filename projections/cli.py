@@ -20,11 +20,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from allocation_ledger.bootstrap import open_read_models
 from allocation_ledger.cli.output import print_json
 from allocation_ledger.domain.errors import StoreUnavailable
-from projections.catalog import UnknownProjection, select
-from projections.progress import ProgressBar
-from projections.readmodels import ReadModels, Report
+from allocation_ledger.projections.catalog import UnknownProjection, select
+from allocation_ledger.projections.progress import ProgressBar
+from allocation_ledger.projections.readmodels import ReadModels, Report
 
 log = logging.getLogger("projections")
 
@@ -47,7 +48,7 @@ def run_command(args: argparse.Namespace) -> int:
     with _stopping() as stop:
         if args.action == "follow":
             return _follow(args, stop)
-        with ReadModels.open(args.url, args.projections_url, args.name,
+        with open_read_models(args.url, args.projections_url, args.name,
                              create=args.action != "status") as read:
             if args.action == "status":
                 status = _status(read)
@@ -63,7 +64,7 @@ def _follow(args: argparse.Namespace, stop: Stop) -> int:
     said = False
     while not stop.is_set():
         try:
-            read = ReadModels.open(args.url, args.projections_url, args.name)
+            read = open_read_models(args.url, args.projections_url, args.name)
         except StoreUnavailable as err:
             if not said:
                 print(f"projections follow: {err}; retrying every {args.poll_interval}s",

@@ -11,9 +11,9 @@ from __future__ import annotations
 from functools import singledispatch
 
 from allocation_ledger.domain.provider import Provider
-from projections import tables
-from projections.projection import Projection
-from projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.projection import Projection
+from allocation_ledger.projections.workset import GroupTable, Row, Workset
 
 HOLDERS = GroupTable(tables.device_holders, "provider_uuid")
 

@@ -3,7 +3,7 @@
 One row per provider (``proj_providers``: name, parent, root, generation, deleted) and one
 per provider and class with inventory (``proj_host_usage``: the inventory, ``used``, and
 ``capacity``, ``free``, ``over_capacity`` computed by the domain's own rule). Roll-ups per
-root tree are queries (``projections.queries``). A deleted provider keeps its tree row,
+root tree are queries (:mod:`.queries`). A deleted provider keeps its tree row,
 marked deleted, and loses its usage rows.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
-from projections import tables
-from projections.projection import Projection
-from projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.projection import Projection
+from allocation_ledger.projections.workset import GroupTable, Row, Workset
 
 PROVIDERS = GroupTable(tables.providers, "provider_uuid")
 USAGE = GroupTable(tables.host_usage, "provider_uuid")

@@ -14,9 +14,9 @@ from functools import singledispatch
 
 from allocation_ledger.domain.migration import IN_PROGRESS, Migration
 from allocation_ledger.domain.values import Devices
-from projections import tables
-from projections.projection import Projection
-from projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.projection import Projection
+from allocation_ledger.projections.workset import GroupTable, Row, Workset
 
 MIGRATIONS = GroupTable(tables.migrations, "migration_uuid")
 MOVING_DEVICES = GroupTable(tables.migration_devices, "migration_uuid")

@@ -1,7 +1,7 @@
 """What a projection is: a name, the tables it owns, and one handler per event type.
 
 Handlers are ``functools.singledispatch`` functions of ``(event, rows)``: they read the
-groups of their event's stream from the :class:`~projections.workset.Workset` and put back
+groups of their event's stream from the :class:`~.workset.Workset` and put back
 new ones, and do nothing else, so replaying the same events always writes the same rows.
 Events a projection has no handler for fall to the base function and change nothing.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from projections.workset import GroupTable, Workset
+from allocation_ledger.projections.workset import GroupTable, Workset
 
 
 class Handler(Protocol):

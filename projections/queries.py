@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Integer, cast, column, func, select, table
 
-from projections import tables
+from allocation_ledger.projections import tables
 
 _usage, _providers, _migrations = tables.host_usage.c, tables.providers.c, tables.migrations.c
 _assignments = table(tables.DEVICE_ASSIGNMENTS, *(column(name) for name in (

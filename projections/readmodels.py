@@ -19,10 +19,9 @@ from sqlalchemy import Engine, delete, func, select
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bootstrap import open_store
-from projections import catalog, tables, tracking
-from projections.runner import Runner, bound_positions
-from projections.store import empty, open_engine
+from allocation_ledger.projections import catalog, tables, tracking
+from allocation_ledger.projections.runner import Runner, bound_positions
+from allocation_ledger.projections.store import empty, open_engine
 
 
 @dataclass(frozen=True)
@@ -63,18 +62,6 @@ class ReadModels:
         """The read models of an open ledger (``url``: keep them in another store)."""
         return cls(ledger.store, open_engine(ledger.store.env, url), names)
 
-    @classmethod
-    def open(cls, ledger_url: str | None = None, url: str | None = None,
-             names: Iterable[str] | None = None, *, create: bool = True) -> ReadModels:
-        """Open the ledger at ``ledger_url`` (see ``allocation_ledger.config``), which must
-        exist, and its read models (their tables created unless ``create`` is false)."""
-        store, _ = open_store(ledger_url, create=False)
-        try:
-            engine = open_engine(store.env, url, create=create)
-        except BaseException:
-            store.close()
-            raise
-        return cls(store, engine, names, owns_store=True)
 
     def close(self) -> None:
         """Release the connections."""
@@ -96,7 +83,7 @@ class ReadModels:
 
     def resume(self, stop: threading.Event | None = None, **options: Any) -> Report:
         """Catch up from the stored positions to the ledger's head (``options``: see
-        :class:`~projections.runner.Runner`, e.g. ``progress``, ``batch_size``)."""
+        :class:`~.runner.Runner`, e.g. ``progress``, ``batch_size``)."""
         started = time.perf_counter()
         runner = self.runner(**options)
         runner.catch_up(stop)

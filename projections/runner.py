@@ -35,12 +35,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from allocation_ledger.adapters.notifications import chain_hash
 from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.domain.errors import ReadModelsDiverged
-from projections import reading, tracking
-from projections.feed import Feed
-from projections.projection import Projection
-from projections.reading import Event
-from projections.store import relax_durability
-from projections.workset import Changes, Workset
+from allocation_ledger.projections import reading, tracking
+from allocation_ledger.projections.feed import Feed
+from allocation_ledger.projections.projection import Projection
+from allocation_ledger.projections.reading import Event
+from allocation_ledger.projections.store import relax_durability
+from allocation_ledger.projections.workset import Changes, Workset
 
 log = logging.getLogger(__name__)
 

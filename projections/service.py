@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from allocation_ledger.application.inputs import AgeIn, FreeCapacityIn, canonical_uuid, parse
-from projections import queries
-from projections.readmodels import ReadModels
+from allocation_ledger.projections import queries
+from allocation_ledger.projections.readmodels import ReadModels
 
 
 def _optional_uuid(value: str | None) -> str | None:

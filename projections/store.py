@@ -36,7 +36,7 @@ from sqlalchemy.sql import literal, null
 
 from allocation_ledger.config import CONNINFO, SCHEMA_NAME, parse_url
 from allocation_ledger.domain.errors import InvalidRequest, StoreNotFound
-from projections import tables
+from allocation_ledger.projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
 #: SQLite waits this long (seconds) for another writer (the ledger) before giving up.

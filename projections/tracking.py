@@ -16,8 +16,8 @@ from __future__ import annotations
 from eventsourcing.persistence import Tracking, TrackingRecorder
 from sqlalchemy import Connection, Engine, select, update
 
-from projections import tables
-from projections.store import upsert_dialect
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.store import upsert_dialect
 
 _t = tables.tracking.c
 

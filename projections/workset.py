@@ -24,8 +24,8 @@ from uuid import UUID
 
 from sqlalchemy import Connection, Table, delete, select
 
-from projections import tables
-from projections.store import insert_rows
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.store import insert_rows
 
 Row = dict[str, Any]
 T = TypeVar("T")

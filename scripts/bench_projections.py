@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the generator li
 
 from allocation_ledger import open_ledger
 from allocation_ledger.adapters.eventstore import EventStore
-from projections.bench import Figures, copy_events, measure
-from projections.store import open_engine
+from allocation_ledger.projections.bench import Figures, copy_events, measure
+from allocation_ledger.projections.store import open_engine
 from tests.projections.random_ledger import populate
 
 TARGET = 0.40

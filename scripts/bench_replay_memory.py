@@ -95,7 +95,7 @@ def _child(kind: str, url: str) -> dict[str, Any]:
     from allocation_ledger.audit import audit
     from allocation_ledger.audit.reading import notifications
     from allocation_ledger.bootstrap import open_store
-    from projections.readmodels import ReadModels
+    from allocation_ledger.projections.readmodels import ReadModels
 
     store, _ = open_store(url)
     started = time.perf_counter()
@@ -121,7 +121,7 @@ def _child(kind: str, url: str) -> dict[str, Any]:
 
 
 def _engine(store: Any) -> Any:
-    from projections.store import open_engine
+    from allocation_ledger.projections.store import open_engine
 
     return open_engine(store.env, None)
 

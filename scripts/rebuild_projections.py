@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from projections.cli import main
+from allocation_ledger.projections.cli import main
 
 
 def _argv(args: list[str]) -> list[str]:

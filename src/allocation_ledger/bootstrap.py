@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import psycopg
 from eventsourcing.persistence import PersistenceError
@@ -17,6 +17,10 @@ from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import CONNINFO, StoreConfig, parse_url
+
+if TYPE_CHECKING:
+    from allocation_ledger.projections.readmodels import ReadModels
+
 from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable, StoreUnusable
 
 #: What a store's drivers raise when it cannot be opened or reached: the boundary turns
@@ -126,12 +130,10 @@ def init_store(url: str | None = None, *, app_role: str | None = None,
 
 
 def _create_read_models(store: EventStore) -> None:
-    """The read models' tables beside the ledger, when the projections package is there."""
-    try:
-        where = importlib.import_module("projections.store")
-    except ImportError:
-        return
-    where.open_engine(store.env).dispose()
+    """The read models' tables beside the ledger."""
+    from allocation_ledger.projections.store import open_engine
+
+    open_engine(store.env).dispose()
 
 
 @contextmanager
@@ -172,8 +174,25 @@ def open_ledger(
     store, _ = open_store(url, create=create)
     ledger = Ledger(store, group_commit=group_commit)
     if read_side:
-        from projections.readmodels import ReadModels
-        from projections.service import ProjectedReadSide
+        from allocation_ledger.projections.readmodels import ReadModels
+        from allocation_ledger.projections.service import ProjectedReadSide
 
         ledger.read_side = ProjectedReadSide(ReadModels.of(ledger, projections_url))
     return ledger
+
+
+def open_read_models(ledger_url: str | None = None, url: str | None = None,
+                     names: Iterable[str] | None = None, *, create: bool = True) -> ReadModels:
+    """Open the ledger at ``ledger_url``, which must exist, and its read models (all, or
+    those ``names``), kept in its own database or in ``url``; their tables are created
+    unless ``create`` is false. Closing them closes the ledger's store."""
+    from allocation_ledger.projections.readmodels import ReadModels
+    from allocation_ledger.projections.store import open_engine
+
+    store, _ = open_store(ledger_url, create=False)
+    try:
+        engine = open_engine(store.env, url, create=create)
+    except BaseException:
+        store.close()
+        raise
+    return ReadModels(store, engine, names, owns_store=True)

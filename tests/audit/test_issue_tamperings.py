@@ -14,8 +14,8 @@ import pytest
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.adapters import chain
 from allocation_ledger.audit import findings as f
+from allocation_ledger.bootstrap import open_read_models
 from allocation_ledger.cli import main
-from projections.readmodels import ReadModels
 from tests.audit import tampering
 from tests.audit.tampering import EventsTable, Row, rechain
 from tests.builders import a_host, an_instance
@@ -40,7 +40,7 @@ def audited(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[i
 
 def rebuild(url: str) -> None:
     """Rebuild every read model from the ledger as it now is."""
-    with ReadModels.open(url) as read:
+    with open_read_models(url) as read:
         read.rebuild()
 
 

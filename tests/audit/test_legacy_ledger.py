@@ -17,7 +17,7 @@ from eventsourcing.persistence import StoredEvent
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.audit import audit
-from projections.readmodels import ReadModels
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.data.write_legacy_ledger import BIG, HOSTS, MIGRATIONS, PMEM, SMALL, VMS
 from tests.invariants import assert_invariants
 from tests.projections.expected import folded, stored

@@ -14,8 +14,8 @@ from allocation_ledger.audit import findings as f
 from allocation_ledger.cli import main
 from tests.builders import PROJECT, USER, a_host, new_id
 
-readmodels = pytest.importorskip("projections.readmodels")
-tables = pytest.importorskip("projections.tables")
+readmodels = pytest.importorskip("allocation_ledger.projections.readmodels")
+tables = pytest.importorskip("allocation_ledger.projections.tables")
 
 
 def _built(ledger: Ledger) -> tuple[str, str]:

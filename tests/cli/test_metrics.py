@@ -14,7 +14,7 @@ from allocation_ledger import InsufficientCapacity, open_ledger
 from allocation_ledger.cli import main
 from allocation_ledger.cli.metrics import samples
 from allocation_ledger.metrics import LedgerMetrics, instrument
-from projections.readmodels import ReadModels
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.audit.conftest import at, frozen
 from tests.builders import PROJECT, USER, a_host, new_id
 

@@ -23,8 +23,8 @@ from sqlalchemy import select
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.domain.errors import LedgerError
-from projections import tables
-from projections.readmodels import ReadModels
+from allocation_ledger.projections import tables
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import new_id
 from tests.hostile.fuzzing import BAD, CALLS, QUERIES, World, paths, spoiled
 from tests.projections.expected import folded, stored

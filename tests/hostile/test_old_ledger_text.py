@@ -12,9 +12,9 @@ from allocation_ledger.audit import audit
 from allocation_ledger.audit import findings as f
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import InvalidRequest
-from projections import queries
-from projections.reading import NUL_REPLACEMENT
-from projections.readmodels import ReadModels, ledger_position
+from allocation_ledger.projections import queries
+from allocation_ledger.projections.reading import NUL_REPLACEMENT
+from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from tests.audit import tampering
 from tests.builders import a_host, new_id
 from tests.stores import postgres_base_url, require_postgres

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from allocation_ledger import open_ledger
-from projections.readmodels import ReadModels
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import a_host
 
 pytestmark = pytest.mark.postgres

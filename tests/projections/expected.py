@@ -18,7 +18,7 @@ from allocation_ledger.application.views import ProviderView
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
-from projections import tables
+from allocation_ledger.projections import tables
 from tests.invariants import current_aggregates
 
 Rows = dict[str, list[tuple[Any, ...]]]

@@ -1,5 +1,6 @@
-"""The rebuild benchmark (``projections.bench``, ``scripts/bench_projections.py``) measures
-what it says: every event, the rows the rebuild really wrote, and the per-event rows."""
+"""The rebuild benchmark (``allocation_ledger.projections.bench``,
+``scripts/bench_projections.py``) measures what it says: every event, the rows the rebuild
+really wrote, and the per-event rows."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from allocation_ledger import open_ledger
-from projections.bench import captured_rows, measure
-from projections.readmodels import ReadModels
-from projections.store import open_engine
+from allocation_ledger.projections.bench import captured_rows, measure
+from allocation_ledger.projections.readmodels import ReadModels
+from allocation_ledger.projections.store import open_engine
 from tests.projections.random_ledger import populate
 
 

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from allocation_ledger import open_ledger
-from projections.readmodels import ReadModels
-from projections.runner import ReadModelsDiverged
+from allocation_ledger.projections.readmodels import ReadModels
+from allocation_ledger.projections.runner import ReadModelsDiverged
 from tests.audit.tampering import EventsTable
 from tests.builders import a_host, an_instance
 

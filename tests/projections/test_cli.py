@@ -11,8 +11,8 @@ import pytest
 
 from allocation_ledger import open_ledger
 from allocation_ledger.cli import main
-from projections.progress import ProgressBar
-from projections.readmodels import ReadModels, ledger_position
+from allocation_ledger.projections.progress import ProgressBar
+from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from tests.builders import a_host, an_instance
 from tests.projections.conftest import LargeLedger
 from tests.projections.expected import folded, stored

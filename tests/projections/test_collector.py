@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from projections import runner
-from projections.readmodels import ReadModels
+from allocation_ledger.projections import runner
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import a_host, an_instance
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from projections import queries
-from projections.readmodels import ReadModels, ledger_position
+from allocation_ledger.projections import queries
+from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from tests.builders import a_host, an_instance
 from tests.projections.expected import folded, stored
 from tests.projections.random_ledger import populate

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from allocation_ledger import open_ledger
-from projections.feed import Feed
-from projections.readmodels import ReadModels
+from allocation_ledger.projections.feed import Feed
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import a_host, an_instance
 from tests.projections.expected import folded, stored
 from tests.projections.test_equivalence import another_store

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from projections import queries
-from projections.queries import DeviceAssignment, TreeUsage
-from projections.readmodels import ReadModels
+from allocation_ledger.projections import queries
+from allocation_ledger.projections.queries import DeviceAssignment, TreeUsage
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import a_host, an_instance, new_id
 from tests.stores import store_url
 

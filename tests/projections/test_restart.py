@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from allocation_ledger import open_ledger
-from projections.readmodels import ReadModels, ledger_position
+from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from tests.projections.conftest import LargeLedger
 from tests.projections.expected import folded, stored
 from tests.projections.processes import start_script

@@ -8,7 +8,6 @@ that position: a projection that lags is not drift, a row that disagrees is.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.audit.readrows import ReadRows, read_rows
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import StoreNotFound
+from allocation_ledger.projections import store as where
 
 #: Findings reported per projection; beyond that, a note says how many more there were.
 LIMIT = 20
@@ -31,16 +31,11 @@ def load(store: EventStore, url: str | None = None) -> tuple[ReadRows | None, li
     """What the read models say (``url``: where they live; default: beside the ledger), or
     ``None`` and a note saying why there is nothing to compare."""
     try:
-        tables = importlib.import_module("projections.tables")
-        where = importlib.import_module("projections.store")
-    except ImportError:
-        return None, ["projection drift not checked: the projections package is not installed"]
-    try:
         engine = where.open_engine(store.env, url, create=False)  # an audit creates nothing
     except StoreNotFound as err:
         return None, [f"projection drift not checked: {err}"]
     try:
-        found = read_rows(engine, tables)
+        found = read_rows(engine)
     finally:
         engine.dispose()
     if not any(found.positions.values()):

@@ -9,9 +9,10 @@ a position from two different moments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Engine, select
+
+from allocation_ledger.projections import tables
 
 Allocations = dict[str, dict[str, int]]
 
@@ -29,8 +30,8 @@ class ReadRows:
     statuses: dict[str, str] = field(default_factory=dict)  # migration
 
 
-def read_rows(engine: Engine, tables: Any) -> ReadRows:
-    """Every read model table (``tables``: the projections' table module), at once."""
+def read_rows(engine: Engine) -> ReadRows:
+    """Every read model table, at once."""
     t, u, c = tables.tracking.c, tables.host_usage.c, tables.consumers.c
     a, d, m = tables.allocations.c, tables.device_holders.c, tables.migrations.c
     rows = ReadRows()

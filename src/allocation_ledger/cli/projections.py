@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the action (see ``projections.cli``)."""
-    from projections.cli import run_command
+    """Run the action (see ``allocation_ledger.projections.cli``)."""
+    from allocation_ledger.projections.cli import run_command
 
     return run_command(args)

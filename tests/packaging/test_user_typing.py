@@ -1,0 +1,45 @@
+"""``mypy --strict`` on a user's script, from outside the repository: the installed package
+must ship its types (``py.typed``), and they must be precise enough to catch a misuse."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def mypy(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent",
+         str(script)],
+        cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory outside the repository (no pyproject, no mypy_path to the sources)."""
+    return tmp_path_factory.mktemp("user")
+
+
+def test_the_user_script_type_checks(outside: Path) -> None:
+    script = outside / "good.py"
+    shutil.copy(HERE / "user_script.py", script)
+    result = mypy(script, outside)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_misuse_is_caught(outside: Path) -> None:
+    """The same script with a wrong type: mypy sees the package's annotations, not ``Any``."""
+    script = outside / "bad.py"
+    source = (HERE / "user_script.py").read_text()
+    script.write_text(source.replace("generation: int | None = view.generation",
+                                     "generation: str = view.generation"))
+    result = mypy(script, outside)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Incompatible types in assignment" in result.stdout

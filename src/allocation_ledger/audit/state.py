@@ -43,6 +43,9 @@ class LedgerState:
     #: the aggregate of a stream from its events before a version (``None`` if it has
     #: none); given, emptied consumers are let go and read back when named again
     revive: Callable[[UUID, int], Aggregate | None] | None = None
+    #: the consumers let go (only these are read back: a stream the replay never saw
+    #: created is reported, never revived from a store that may have lost its creation)
+    let_go: set[UUID] = field(default_factory=set)
 
     def apply(self, position: int, event: Any) -> str | None:
         """Apply one event; a sentence describing what did not fit, else ``None``."""
@@ -51,7 +54,7 @@ class LedgerState:
         stream: UUID = event.originator_id
         aggregate = self.aggregates.get(stream)
         try:
-            if aggregate is None and self.revive is not None and not isinstance(
+            if aggregate is None and stream in self.let_go and not isinstance(
                     event, Aggregate.Created):
                 aggregate = self._revived(stream, event.originator_version)
             if aggregate is None:
@@ -83,6 +86,7 @@ class LedgerState:
                 isinstance(consumer, Migration) and consumer.in_flight):
             return
         del self.aggregates[stream]
+        self.let_go.add(stream)
         self.consumers.pop(consumer.uuid, None)
         self.created_at.pop(stream, None)
 
@@ -91,6 +95,7 @@ class LedgerState:
         assert self.revive is not None
         aggregate = self.revive(stream, version)
         if isinstance(aggregate, Consumer):
+            self.let_go.discard(stream)
             self.aggregates[stream] = aggregate
             self.consumers[aggregate.uuid] = aggregate
         return aggregate

@@ -15,16 +15,23 @@ from eventsourcing.utils import get_topic
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import moving, providing
+from allocation_ledger.application.applying import apply_command
+from allocation_ledger.application.commands import (
+    CommandId,
+    Reader,
+    guarded_read,
+    intent,
+)
 from allocation_ledger.application.inputs import (
     ClaimIn,
     ConsumerWriteIn,
     ReleaseIn,
     UuidIn,
     parse,
-    request_meta,
 )
+from allocation_ledger.application.lookup import CommandView, lookup
 from allocation_ledger.application.readside import ReadSide
-from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import claims
 from allocation_ledger.domain.errors import InvalidRequest
@@ -81,29 +88,32 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         consumer_type: str = "INSTANCE",
         devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> ConsumerView:
         """Give one consumer these allocations (provider -> class -> amount), replacing what it
         held. ``expected_generation`` is ``None`` for a new or emptied consumer, else its
         current generation. Device-backed classes take free devices, lowest id first, unless
         ``devices`` (provider -> class -> ids) names them. Returns the consumer afterwards.
+
+        Every command takes an optional ``command_id`` (a string or UUID the caller
+        chooses): a command is applied at most once per id, and a retry with the same id
+        returns the first call's outcome with ``replayed`` set (see :mod:`.commands`).
         """
         cmd = parse(ClaimIn, consumer_uuid=consumer_uuid, allocations=allocations,
                     expected_generation=expected_generation, project_id=project_id,
                     user_id=user_id, consumer_type=consumer_type, devices=devices or {})
-        meta = request_meta(request)
-
-        def decide(s: Session) -> Session:
-            claims.write(s, [_write(cmd)], meta)
-            return s
-
+        it = intent("claim", command_id, request, cmd)
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
-        return _view(run(self.store, decide, new), cmd.consumer_uuid)
+        return apply_command(self.store, it,
+                             lambda s: claims.write(s, [_write(cmd)], it.meta),
+                             lambda r: _view(r, cmd.consumer_uuid), new)
 
     def write_allocations(
         self,
         writes: Sequence[Mapping[str, Any]],
         *,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> list[ConsumerView]:
         """Replace the allocations of several consumers in one atomic write (Placement's
         ``POST /allocations``). Each item has ``consumer_uuid``, ``allocations`` (empty to
@@ -113,16 +123,15 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         if not writes:
             raise InvalidRequest("a write needs at least one consumer")
         cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
-        meta = request_meta(request)
+        it = intent("write_allocations", command_id, request, *cmds)
 
-        def decide(s: Session) -> Session:
+        def decide(s: Session) -> None:
             s.prefetch_consumers([c.consumer_uuid for c in cmds])
-            claims.write(s, [_write(c) for c in cmds], meta)
-            return s
+            claims.write(s, [_write(c) for c in cmds], it.meta)
 
         new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
-        session = run(self.store, decide, new)
-        return [_view(session, c.consumer_uuid) for c in cmds]
+        return apply_command(self.store, it, decide,
+                             lambda r: [_view(r, c.consumer_uuid) for c in cmds], new)
 
     def release(
         self,
@@ -130,23 +139,32 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         expected_generation: int | None,
         *,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> None:
         """Remove a consumer's allocations and devices, checking its generation. An instance
         mid-move releases its migration's allocations too (the migration is aborted)."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
-        meta = request_meta(request)
-        run(self.store, lambda s: claims.release(s, cmd.consumer_uuid,
-                                                 cmd.expected_generation, meta))
+        it = intent("release", command_id, request, cmd)
+        apply_command(self.store, it, lambda s: claims.release(
+            s, cmd.consumer_uuid, cmd.expected_generation, it.meta), lambda r: None)
 
     def force_release(
-        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None
+        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> bool:
         """Release ignoring the generation; ``False`` (a no-op) if it held nothing."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
-        meta = request_meta(request)
-        return run(self.store, lambda s: claims.release(s, cmd.consumer_uuid, None, meta,
-                                                        forced=True))
+        it = intent("force_release", command_id, request, cmd)
+        return apply_command(self.store, it, lambda s: claims.release(
+            s, cmd.consumer_uuid, None, it.meta, forced=True), lambda r: r.appended > 0)
+
+    # -- command ids ------------------------------------------------------------------------
+
+    def command(self, command_id: CommandId) -> CommandView:
+        """What became of command ``command_id``: applied or not, and if applied at which
+        position and time, by whom, and which streams it left at which versions."""
+        return guarded_read(lambda: lookup(self.store, command_id))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -200,10 +218,13 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
             start = batch[-1].id + 1
 
 
-def _view(session: Session, consumer_uuid: str) -> ConsumerView:
-    found = session.consumer(consumer_uuid)
-    moving_with = claims.in_flight_migration(session, found)
-    return ConsumerView.of(consumer_uuid, found, moving_with.uuid if moving_with else None)
+def _view(reader: Reader, consumer_uuid: str) -> ConsumerView:
+    found = reader.consumer(consumer_uuid)
+    moving = None
+    if found is not None and found.migration_uuid is not None:
+        moving = reader.migration(found.migration_uuid)
+    return ConsumerView.of(consumer_uuid, found,
+                           moving.uuid if moving is not None and moving.in_flight else None)
 
 
 def _uuid(value: str) -> str:

@@ -21,6 +21,13 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.commands import (
+    AlreadyRecorded,
+    Intent,
+    recorded,
+    streams_of,
+)
+from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
     ConcurrentUpdate,
@@ -48,8 +55,12 @@ class Session:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
 
     def __init__(self, store: EventStore, *, optimistic: bool = False,
-                 new_consumers: Iterable[str] = ()) -> None:
+                 new_consumers: Iterable[str] = (), intent: Intent | None = None) -> None:
         self._store = store
+        #: the command this session runs: its record is appended with its events
+        self._intent = intent
+        #: how many events the command appended (besides its record)
+        self.appended = 0
         #: read providers from this process's cache without asking the store (see ``run``)
         self._optimistic = optimistic
         self._cached_reads: set[str] = set()
@@ -193,17 +204,36 @@ class Session:
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
         changed = list({id(a): a for a in changed}.values())
-        if not changed:
-            return 0
+        if not changed and (self._intent is None or not self._intent.given):
+            return 0  # a no-op; recorded only when the caller chose the id (it may retry)
         count = sum(len(a.pending_events) for a in changed)
+        record = self._record(changed, count)
         try:
-            self._store.save(*changed)
+            self._store.save(*record, *changed)
         except IntegrityError as err:
             self._explain_clash(err)
+        self.appended = count
         self._store.remember(p for p in changed if isinstance(p, Provider))
         return count
 
+    def _record(self, changed: list[Aggregate], count: int) -> list[Command]:
+        """The command's record, first in its append (see :mod:`.commands`)."""
+        it = self._intent
+        if it is None:
+            return []
+        written = streams_of(changed)
+        read = {str(a.id): a.version for a in (*self._providers.values(),
+                                                  *self._consumers.values())
+                if a is not None and str(a.id) not in written}
+        it.sent = True
+        return [Command.record(it.command_id, it.name, it.fingerprint, written, read, count,
+                               it.meta)]
+
     def _explain_clash(self, err: IntegrityError) -> None:
+        if self._intent is not None:  # already applied (a retry, or the driver's resend)?
+            found = recorded(self._store, self._intent.command_id)
+            if found is not None:
+                raise AlreadyRecorded(found) from err
         for uuid, (version, generation) in self._loaded.items():
             if uuid in self._assumed_absent:
                 continue
@@ -227,7 +257,7 @@ class Session:
 
 
 def run(store: EventStore, decide: Callable[[Session], T],
-        new_consumers: Iterable[str] = ()) -> T:
+        new_consumers: Iterable[str] = (), intent: Intent | None = None) -> T:
     """Run a command: decide in a fresh session and save, retrying provider-only clashes.
 
     The first attempt reads providers from this process's cache as they are (a busy host
@@ -246,7 +276,8 @@ def run(store: EventStore, decide: Callable[[Session], T],
     refused: IntegrityError | None = None  # the store refused a consumer taken as new
     for attempt in range(1, MAX_ATTEMPTS + 1):
         optimistic = attempt == 1
-        session = Session(store, optimistic=optimistic, new_consumers=new_consumers)
+        session = Session(store, optimistic=optimistic, new_consumers=new_consumers,
+                          intent=intent)
         try:
             result = decide(session)
         except LedgerError as err:

@@ -268,3 +268,57 @@ class MigrationInProgress(LedgerError):
             instance_uuid=instance_uuid,
             migration_uuid=migration_uuid,
         )
+
+
+class CommandIdReused(LedgerError):
+    """Raised when a command id that already names an applied command comes with another
+    command (another kind, or other arguments). Nothing is written."""
+
+    def __init__(self, command_id: str, recorded: str, recorded_fingerprint: str,
+                 given: str, given_fingerprint: str) -> None:
+        super().__init__(
+            f"command id {command_id!r} was already used for {recorded} (arguments "
+            f"{recorded_fingerprint[:12]}); it cannot name {given} (arguments "
+            f"{given_fingerprint[:12]}): choose a new command id",
+            command_id=command_id,
+            recorded=recorded,
+            recorded_fingerprint=recorded_fingerprint,
+            given=given,
+            given_fingerprint=given_fingerprint,
+        )
+
+
+class StoreUnavailable(LedgerError):
+    """Raised when the event store cannot be reached (connection lost, server down or
+    restarting) before the command was sent: it was not applied. Retry with the same
+    command id."""
+
+    outcome_known = True
+
+    def __init__(self, command_id: str | None, reason: str, message: str | None = None
+                 ) -> None:
+        what = f"command {command_id!r}" if command_id else "the read"
+        super().__init__(
+            message or f"the store is unavailable ({reason}); {what} was not applied: "
+            "retry with the same command id",
+            command_id=command_id,
+            reason=reason,
+            outcome_known=type(self).outcome_known,
+        )
+
+
+class OutcomeUnknown(StoreUnavailable):
+    """Raised when the connection to the store failed while a command's append was under way
+    and the store could not be asked afterwards whether it committed. The command may or
+    may not have been applied: retry with the same command id (applied at most once), or
+    look it up with ``Ledger.command``."""
+
+    outcome_known = False
+
+    def __init__(self, command_id: str | None, reason: str) -> None:
+        super().__init__(
+            command_id, reason,
+            f"the store was lost during command {command_id!r} ({reason}): its outcome is "
+            "unknown; retry with the same command id (it is applied at most once) or look "
+            "it up with `allocation-ledger command ID`",
+        )

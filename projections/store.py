@@ -33,7 +33,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql import literal, null
 
-from allocation_ledger.config import parse_url
+from allocation_ledger.config import DATABASE_KEY, SESSION_ATTRS_KEY, parse_url
 from projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
@@ -63,13 +63,15 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
 
 
 def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
+    # libpq's host and port lists (a multi-host URL) go to the driver as they are
+    hosts = {"host": env.get("POSTGRES_HOST") or "", "port": env.get("POSTGRES_PORT") or "5432"}
+    if env.get(SESSION_ATTRS_KEY):
+        hosts["target_session_attrs"] = env[SESSION_ATTRS_KEY]
     url = URL.create(
         "postgresql+psycopg",
         username=env.get("POSTGRES_USER"),
         password=env.get("POSTGRES_PASSWORD") or None,
-        host=env.get("POSTGRES_HOST"),
-        port=int(env.get("POSTGRES_PORT") or 5432),
-        database=env.get("POSTGRES_DBNAME"),
+        database=env.get(DATABASE_KEY) or env.get("POSTGRES_DBNAME"),
     )
     engine = create_engine(
         url,
@@ -77,7 +79,7 @@ def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
         max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
         pool_pre_ping=True,
         # Unqualified names everywhere (tables, the view) resolve in the ledger's schema.
-        connect_args={"options": f"-c search_path={schema}"},
+        connect_args={"options": f"-c search_path={schema}", **hosts},
     )
     return engine
 

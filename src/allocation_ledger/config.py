@@ -2,7 +2,11 @@
 
 - ``sqlite:///ledger.db`` (the default: a file in the working directory; ``sqlite:////abs``)
 - ``postgresql://user:password@host:port/dbname`` (psycopg 3; optional parameters
-  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``)
+  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``, ``connect_timeout``
+  (seconds to wait for a connection), ``target_session_attrs``); several hosts
+  (``postgresql://h1:5432,h2:5433/db?target_session_attrs=read-write``) are tried in turn
+  by libpq, which with ``read-write`` connects only to the primary: after a failover the
+  ledger's next connection finds the promoted standby
 - ``memory://`` (an in-process store, for tests and experiments)
 
 The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
@@ -20,7 +24,11 @@ from allocation_ledger.domain.errors import InvalidRequest
 DEFAULT_URL = "sqlite:///ledger.db"
 URL_ENV_VAR = "LEDGER_URL"
 CACHE_SIZE = 10_000
-POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout"})
+POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout",
+                                 "connect_timeout", "target_session_attrs"})
+#: the plain database name and the session attributes a multi-host URL asked for, kept for
+#: the read side (``POSTGRES_DBNAME`` then carries them as a libpq connection string)
+DATABASE_KEY, SESSION_ATTRS_KEY = "LEDGER_DATABASE", "LEDGER_TARGET_SESSION_ATTRS"
 
 
 @dataclass(frozen=True)
@@ -86,14 +94,17 @@ def parse_url(url: str | None = None) -> StoreConfig:
         dbname = unquote(parts.path.lstrip("/"))
         if not dbname:
             raise InvalidRequest(f"no database name in {url!r}", url=url)
+        hosts, ports = _hosts(url, parts.netloc.rpartition("@")[2])
+        user, _, password = parts.netloc.rpartition("@")[0].partition(":")
         env = {
             **common,
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
-            "POSTGRES_HOST": parts.hostname or "127.0.0.1",
-            "POSTGRES_PORT": str(parts.port or 5432),
-            "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
-            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+            DATABASE_KEY: dbname,
+            "POSTGRES_HOST": hosts,
+            "POSTGRES_PORT": ports,
+            "POSTGRES_USER": unquote(user or os.environ.get("USER", "postgres")),
+            "POSTGRES_PASSWORD": unquote(password),
             "POSTGRES_POOL_SIZE": query.get("pool_size", "5"),
             "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
             "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
@@ -103,8 +114,32 @@ def parse_url(url: str | None = None) -> StoreConfig:
         }
         if "schema" in query:
             env["POSTGRES_SCHEMA"] = query["schema"]
+        if "connect_timeout" in query:
+            env["POSTGRES_CONNECT_TIMEOUT"] = query["connect_timeout"]
+        if "target_session_attrs" in query:
+            # the library passes no such setting: libpq reads it from a dbname that is a
+            # connection string
+            attrs = query["target_session_attrs"]
+            env[SESSION_ATTRS_KEY] = attrs
+            env["POSTGRES_DBNAME"] = f"dbname='{_quoted(dbname)}' target_session_attrs={attrs}"
         return StoreConfig(url, "postgresql", env)
     raise InvalidRequest(
         f"unsupported store URL {url!r}: use sqlite:///path, postgresql://... or memory://",
         url=url,
     )
+
+
+def _hosts(url: str, hostlist: str) -> tuple[str, str]:
+    """``h1:5432,h2:5433`` as libpq's host and port lists (``h1,h2`` and ``5432,5433``)."""
+    hosts, ports = [], []
+    for item in (hostlist or "127.0.0.1").split(","):
+        host, _, port = item.partition(":")
+        if port and not port.isdigit():
+            raise InvalidRequest(f"bad port {port!r} in {url!r}", url=url)
+        hosts.append(unquote(host) or "127.0.0.1")
+        ports.append(port or "5432")
+    return ",".join(hosts), ",".join(ports)
+
+
+def _quoted(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("'", "\\'")

@@ -66,8 +66,8 @@ def test_another_kind_of_command_with_a_used_id_is_refused(ledger: Ledger) -> No
     vm = new_id()
     ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER,
                  command_id="cmd-1")
-    with pytest.raises(CommandIdReused, match="already used for claim .* cannot name "
-                                              "release"):
+    with pytest.raises(CommandIdReused, match=r"already used for claim .* cannot name "
+                                              r"release"):
         ledger.release(vm, 1, command_id="cmd-1")
     assert ledger.consumer(vm).generation == 1
 

@@ -21,6 +21,10 @@ from tests.builders import a_host
       "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DBNAME": "ledger", "POSTGRES_SCHEMA": "cells",
       "POSTGRES_POOL_SIZE": "3", "POSTGRES_ENABLE_DB_FUNCTIONS": "n"}),
     ("postgresql+psycopg://u@h/db", "postgresql", {"POSTGRES_DBNAME": "db"}),
+    ("postgresql://u@h1:5441,h2/db?target_session_attrs=read-write&connect_timeout=3",
+     "postgresql", {"POSTGRES_HOST": "h1,h2", "POSTGRES_PORT": "5441,5432",
+                    "POSTGRES_DBNAME": "dbname='db' target_session_attrs=read-write",
+                    "LEDGER_DATABASE": "db", "POSTGRES_CONNECT_TIMEOUT": "3"}),
 ])
 def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str]) -> None:
     config = parse_url(url)
@@ -34,6 +38,7 @@ def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str
     ("postgresql://u@h/", "no database name"),
     ("postgresql://u@h/db?schem=x", "unknown parameters schem"),
     ("sqlite:///ledger.db?mode=ro", "take no parameters"),
+    ("postgresql://u@h:54x/db", "bad port"),
 ])
 def test_bad_urls_are_refused_with_the_reason(url: str, says: str) -> None:
     with pytest.raises(InvalidRequest, match=says):

@@ -170,14 +170,19 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        return _view(Session(self.store), _uuid(consumer_uuid))
+        uuid = _uuid(consumer_uuid)
+        return guarded_read(lambda: _view(Session(self.store), uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
-        return ProviderView.of(Session(self.store).provider(_uuid(provider_uuid)))
+        uuid = _uuid(provider_uuid)
+        return guarded_read(lambda: ProviderView.of(Session(self.store).provider(uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
         """Every provider of a tree (the root and all below it), by UUID."""
+        return guarded_read(lambda: self._tree(root_uuid))
+
+    def _tree(self, root_uuid: str) -> dict[str, ProviderView]:
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
         pending = [_uuid(root_uuid)]
@@ -193,14 +198,16 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
-        return MigrationView.of(Session(self.store).migration(_uuid(migration_uuid)))
+        uuid = _uuid(migration_uuid)
+        return guarded_read(lambda: MigrationView.of(Session(self.store).migration(uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
         ``older_than_seconds`` ago (the leaks an operator looks for)."""
         now = now or datetime.now(UTC)
-        views = [v for v in self._migrations() if v.status == "in-progress"]
+        views = guarded_read(lambda: [v for v in self._migrations()
+                                      if v.status == "in-progress"])
         return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
                       key=lambda v: v.started_at)
 

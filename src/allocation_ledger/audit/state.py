@@ -16,8 +16,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.command import Command
+from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider

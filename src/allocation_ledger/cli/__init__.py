@@ -19,6 +19,7 @@ from allocation_ledger.domain.errors import LedgerError
 COMMANDS = [
     "allocation_ledger.cli.demo",
     "allocation_ledger.cli.show",
+    "allocation_ledger.cli.command",
     "allocation_ledger.cli.projections",
     "allocation_ledger.cli.audit",
     "allocation_ledger.cli.history",

@@ -76,8 +76,10 @@ T = TypeVar("T")
 #: What a lost or refused connection raises (the library's wrappers and psycopg's own).
 CONNECTION_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError,
                      psycopg.InterfaceError)
-#: How many times a command that lost its connection is run again (safe: see the module).
-RECOVERY_ATTEMPTS = 4
+#: How many times a command that lost its connection is run (the store's own reads and
+#: append already retry a lost connection ten times each; this runs the whole command again
+#: once more, which the record makes safe).
+RECOVERY_ATTEMPTS = 2
 RECOVERY_PAUSE = 0.5
 
 CommandId = str | UUID

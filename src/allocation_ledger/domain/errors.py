@@ -297,10 +297,11 @@ class StoreUnavailable(LedgerError):
 
     def __init__(self, command_id: str | None, reason: str, message: str | None = None
                  ) -> None:
-        what = f"command {command_id!r}" if command_id else "the read"
+        default = (f"the store is unavailable ({reason}); command {command_id!r} was not "
+                   "applied: retry with the same command id" if command_id else
+                   f"the store is unavailable ({reason}); retry the read")
         super().__init__(
-            message or f"the store is unavailable ({reason}); {what} was not applied: "
-            "retry with the same command id",
+            message or default,
             command_id=command_id,
             reason=reason,
             outcome_known=type(self).outcome_known,

@@ -1,0 +1,51 @@
+"""A writer process for the command-id trials; run as a plain script with ``sys.executable``::
+
+    writer.py URL race CID HOST VM START_AT   -> one JSON line: the claim's outcome
+    writer.py URL loop PREFIX HOST VM          -> "n" per acknowledged claim, until killed
+
+``race`` waits until ``START_AT`` (a ``time.time()``), then claims ``VM`` on ``HOST`` under
+command id ``CID``. ``loop`` claims ``VM`` again and again (``n`` = 1, 2, ... with command id
+``PREFIX-n`` and the generation the previous claim left), printing each ``n`` only once the
+ledger acknowledged it: what a client believes done.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.domain.errors import LedgerError
+
+PROJECT, USER = "project-a", "user-a"
+
+
+def claim_n(ledger: Ledger, prefix: str, host: str, vm: str, n: int) -> object:
+    """The ``n``-th claim of the loop (its amount varies, so each is a real change)."""
+    return ledger.claim(vm, {host: {"VCPU": 1 + n % 3}}, n - 1 if n > 1 else None,
+                        project_id=PROJECT, user_id=USER, command_id=f"{prefix}-{n}")
+
+
+def main(url: str, mode: str, *args: str) -> None:
+    with open_ledger(url) as ledger:
+        if mode == "race":
+            cid, host, vm, start_at = args
+            time.sleep(max(0.0, float(start_at) - time.time()))
+            try:
+                view = ledger.claim(vm, {host: {"VCPU": 2}}, None, project_id=PROJECT,
+                                    user_id=USER, command_id=cid)
+                print(json.dumps({"generation": view.generation, "replayed": view.replayed}))
+            except LedgerError as err:
+                print(json.dumps({"error": type(err).__name__, "message": str(err)}))
+            return
+        prefix, host, vm = args
+        n = 1
+        while True:
+            claim_n(ledger, prefix, host, vm, n)
+            print(n, flush=True)
+            n += 1
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -28,7 +28,13 @@ from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
 from allocation_ledger.bench.stats import Sample, combine, paired
-from allocation_ledger.bench.workload import a_host, batch_claimer, claimer
+from allocation_ledger.bench.workload import (
+    a_host,
+    batch_claimer,
+    claimer,
+    id_claimer,
+    unrecorded_claimer,
+)
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, run_writers
 
 Progress = Callable[[str], None]
@@ -70,6 +76,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
         with opener.open(url) as ledger, closing(open_raw_table(target)) as table:
             progress(f"{kind}: single claims, moves and batched claims, beside the floor")
             single = paired(claimer(ledger, a_host(ledger)), table.insert, settings.duration)
+            ids = _command_ids(ledger, settings)
             moves = _moves(ledger, table.insert, settings)
             batches = {
                 size: paired(batch_claimer(ledger, a_host(ledger), size), table.insert,
@@ -84,6 +91,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                                 settings.grow_to, settings.history_claims)
     return {
         "single": figure(*single),
+        "command_ids": ids,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
         "batches": {str(n): figure(*pair) for n, pair in batches.items()},
@@ -109,6 +117,22 @@ def _writers(url: str, target: str, kind: str, settings: Settings,
         str(n): {"claims": figure(combine(claims[n]), combine(floors[n])),
                  "floor": combine(floors[n]).to_dict()}
         for n in settings.writers
+    }
+
+
+def _command_ids(ledger: Ledger, settings: Settings) -> dict[str, Any]:
+    """Single claims with a caller's command id beside claims without one, and claims
+    without one beside claims with no command record at all (the ledger before command
+    ids), each pair in alternating slices."""
+    with_ids, without = paired(id_claimer(ledger, a_host(ledger)),
+                               claimer(ledger, a_host(ledger)), settings.duration)
+    plain, unrecorded = paired(claimer(ledger, a_host(ledger)),
+                               unrecorded_claimer(ledger, a_host(ledger)), settings.duration)
+    return {
+        "with_ids": with_ids.to_dict(), "without_ids": without.to_dict(),
+        "ids_vs_without": round(with_ids.rate / without.rate, 4),
+        "plain": plain.to_dict(), "unrecorded": unrecorded.to_dict(),
+        "recorded_vs_unrecorded": round(plain.rate / unrecorded.rate, 4),
     }
 
 

@@ -43,8 +43,14 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for result in results["stores"].values():
-        assert set(result) == {"single", "writers", "moves", "batches", "history", "breakdown"}
+        assert set(result) == {"single", "command_ids", "writers", "moves", "batches",
+                               "history", "breakdown"}
         assert_figure(result["single"])
+        ids = result["command_ids"]
+        assert ids["ids_vs_without"] == pytest.approx(
+            ids["with_ids"]["rate"] / ids["without_ids"]["rate"], rel=0.01)
+        assert min(ids[k]["count"] for k in ("with_ids", "without_ids", "plain",
+                                             "unrecorded")) > 0
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
             assert_figure(by_writers["claims"])

@@ -33,7 +33,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql import literal, null
 
-from allocation_ledger.config import DATABASE_KEY, SESSION_ATTRS_KEY, parse_url
+from allocation_ledger.config import SESSION_ATTRS_KEY, parse_url
 from projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
@@ -51,7 +51,7 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
     env: Mapping[str, str] = parse_url(url).env if url else store_env
     module = env.get("PERSISTENCE_MODULE", "")
     schema = None
-    if module.endswith("postgres"):
+    if module.endswith(("postgres", "PostgresFactory")):
         schema = env.get("POSTGRES_SCHEMA") or "public"
         engine = _postgres_engine(env, schema)
     elif module.endswith("sqlite"):
@@ -71,7 +71,7 @@ def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
         "postgresql+psycopg",
         username=env.get("POSTGRES_USER"),
         password=env.get("POSTGRES_PASSWORD") or None,
-        database=env.get(DATABASE_KEY) or env.get("POSTGRES_DBNAME"),
+        database=env.get("POSTGRES_DBNAME"),
     )
     engine = create_engine(
         url,

@@ -9,7 +9,7 @@ import psycopg
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.config import StoreConfig, parse_url
+from allocation_ledger.config import SESSION_ATTRS_KEY, StoreConfig, parse_url
 
 
 def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
@@ -37,6 +37,7 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
         dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
         user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
         autocommit=True, connect_timeout=10,
+        target_session_attrs=env.get(SESSION_ATTRS_KEY) or "any",
     ) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
         try:

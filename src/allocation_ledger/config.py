@@ -26,9 +26,9 @@ URL_ENV_VAR = "LEDGER_URL"
 CACHE_SIZE = 10_000
 POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_timeout",
                                  "connect_timeout", "target_session_attrs"})
-#: the plain database name and the session attributes a multi-host URL asked for, kept for
-#: the read side (``POSTGRES_DBNAME`` then carries them as a libpq connection string)
-DATABASE_KEY, SESSION_ATTRS_KEY = "LEDGER_DATABASE", "LEDGER_TARGET_SESSION_ATTRS"
+#: the session attributes a multi-host URL asked for (libpq's ``target_session_attrs``)
+SESSION_ATTRS_KEY = "LEDGER_TARGET_SESSION_ATTRS"
+FAILOVER_FACTORY = "allocation_ledger.adapters.failover:FailoverPostgresFactory"
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,6 @@ def parse_url(url: str | None = None) -> StoreConfig:
             **common,
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
-            DATABASE_KEY: dbname,
             "POSTGRES_HOST": hosts,
             "POSTGRES_PORT": ports,
             "POSTGRES_USER": unquote(user or os.environ.get("USER", "postgres")),
@@ -116,12 +115,9 @@ def parse_url(url: str | None = None) -> StoreConfig:
             env["POSTGRES_SCHEMA"] = query["schema"]
         if "connect_timeout" in query:
             env["POSTGRES_CONNECT_TIMEOUT"] = query["connect_timeout"]
-        if "target_session_attrs" in query:
-            # the library passes no such setting: libpq reads it from a dbname that is a
-            # connection string
-            attrs = query["target_session_attrs"]
-            env[SESSION_ATTRS_KEY] = attrs
-            env["POSTGRES_DBNAME"] = f"dbname='{_quoted(dbname)}' target_session_attrs={attrs}"
+        if "target_session_attrs" in query:  # the library's factory does not pass it on
+            env[SESSION_ATTRS_KEY] = query["target_session_attrs"]
+            env["PERSISTENCE_MODULE"] = FAILOVER_FACTORY
         return StoreConfig(url, "postgresql", env)
     raise InvalidRequest(
         f"unsupported store URL {url!r}: use sqlite:///path, postgresql://... or memory://",
@@ -139,7 +135,3 @@ def _hosts(url: str, hostlist: str) -> tuple[str, str]:
         hosts.append(unquote(host) or "127.0.0.1")
         ports.append(port or "5432")
     return ",".join(hosts), ",".join(ports)
-
-
-def _quoted(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")

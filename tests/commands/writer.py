@@ -2,11 +2,15 @@
 
     writer.py URL race CID HOST VM START_AT   -> one JSON line: the claim's outcome
     writer.py URL loop PREFIX HOST VM          -> "n" per acknowledged claim, until killed
+    writer.py URL persist PREFIX HOST VM       -> the same, retrying a claim with its own
+                                                  command id while the store is unavailable
 
 ``race`` waits until ``START_AT`` (a ``time.time()``), then claims ``VM`` on ``HOST`` under
 command id ``CID``. ``loop`` claims ``VM`` again and again (``n`` = 1, 2, ... with command id
 ``PREFIX-n`` and the generation the previous claim left), printing each ``n`` only once the
-ledger acknowledged it: what a client believes done.
+ledger acknowledged it: what a client believes done. ``persist`` is a careful client: told
+the store is unavailable or the outcome unknown, it retries the same claim (same id) until
+the ledger answers, and notes each such answer on stderr.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import sys
 import time
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.domain.errors import LedgerError
+from allocation_ledger.domain.errors import LedgerError, StoreUnavailable
 
 PROJECT, USER = "project-a", "user-a"
 
@@ -42,7 +46,14 @@ def main(url: str, mode: str, *args: str) -> None:
         prefix, host, vm = args
         n = 1
         while True:
-            claim_n(ledger, prefix, host, vm, n)
+            try:
+                claim_n(ledger, prefix, host, vm, n)
+            except StoreUnavailable as err:
+                if mode != "persist":
+                    raise
+                print(f"{n} {type(err).__name__}", file=sys.stderr, flush=True)
+                time.sleep(0.2)
+                continue
             print(n, flush=True)
             n += 1
 

@@ -23,8 +23,10 @@ from tests.builders import a_host
     ("postgresql+psycopg://u@h/db", "postgresql", {"POSTGRES_DBNAME": "db"}),
     ("postgresql://u@h1:5441,h2/db?target_session_attrs=read-write&connect_timeout=3",
      "postgresql", {"POSTGRES_HOST": "h1,h2", "POSTGRES_PORT": "5441,5432",
-                    "POSTGRES_DBNAME": "dbname='db' target_session_attrs=read-write",
-                    "LEDGER_DATABASE": "db", "POSTGRES_CONNECT_TIMEOUT": "3"}),
+                    "POSTGRES_DBNAME": "db", "POSTGRES_CONNECT_TIMEOUT": "3",
+                    "LEDGER_TARGET_SESSION_ATTRS": "read-write",
+                    "PERSISTENCE_MODULE":
+                        "allocation_ledger.adapters.failover:FailoverPostgresFactory"}),
 ])
 def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str]) -> None:
     config = parse_url(url)

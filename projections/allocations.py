@@ -4,8 +4,11 @@ One row per consumer (``proj_consumers``: type, project, user, stream version, a
 consumer generation, ``None`` while it holds nothing) and one per consumer, provider and
 class it holds (``proj_allocations``, carrying the generation, type and project so the
 usual questions need no join). Every consumer event carries the whole new holding, so each
-handler replaces the consumer's rows; events that change no holding (a migration recording
-its destination) still advance the generation.
+handler replaces the consumer's rows. A migration's context events (its instance claimed or
+gave up a destination) advance the stream version but not the generation (DESIGN §3: only a
+write that names the consumer counts); they come only while the migration holds its source,
+so the rows they find carry the generation, and the context events seen so far are the
+version less the generation.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from functools import singledispatch
 
 from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.values import Allocations
 from projections import tables
 from projections.projection import Projection
@@ -51,6 +55,14 @@ def _claimed(event: Consumer.AllocationsClaimed, rows: Workset) -> None:
     _hold(rows, consumer, event.originator_version, event.allocations)
 
 
+@handle.register(Migration.ContextEvent)
+def _context(event: Migration.ContextEvent, rows: Workset) -> None:
+    """The stream moves on; the holding and the generation stay."""
+    consumer = _consumer(rows, event)
+    uuid = consumer["consumer_uuid"]
+    rows.put(CONSUMERS, uuid, [{**consumer, "version": event.originator_version}])
+
+
 @handle.register(Consumer.Event)
 def _other(event: Consumer.Event, rows: Workset) -> None:
     consumer = _consumer(rows, event)
@@ -70,14 +82,16 @@ def _hold(rows: Workset, consumer: Row, version: int, allocations: Allocations) 
     uuid = consumer["consumer_uuid"]
     held = [(rp, rc, n) for rp, by_rc in sorted(allocations.items())
             for rc, n in sorted(by_rc.items())]
-    generation = version if held else None
+    previous = consumer.get("generation")
+    context_events = consumer["version"] - previous if previous is not None else 0
+    generation = version - context_events if held else None
     rows.put(CONSUMERS, uuid, [{**consumer, "generation": generation, "version": version}])
     rows.put(ALLOCATIONS, uuid, [{
         "consumer_uuid": uuid,
         "provider_uuid": rp,
         "resource_class": rc,
         "amount": amount,
-        "generation": version,
+        "generation": generation,
         "consumer_type": consumer["consumer_type"],
         "project_id": consumer["project_id"],
         "user_id": consumer["user_id"],

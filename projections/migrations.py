@@ -3,8 +3,9 @@
 One row per migration (``proj_migrations``: instance, kind, status, source and destination
 roots, old and new allocations and devices as JSON, started and finished times) and, while
 the move is in flight, one row per device of its context (``proj_migration_devices``: role
-``old`` for the source devices, ``new`` for the destination's, held by the instance). A
-resolved move keeps its row with its final status and loses its device rows.
+``old`` for the source devices, ``new`` for the destination's, held by the instance; a
+destination given up loses its ``new`` rows). A resolved move keeps its row with its final
+status and loses its device rows.
 """
 
 from __future__ import annotations
@@ -58,6 +59,16 @@ def _destination_claimed(event: Migration.DestinationClaimed, rows: Workset) -> 
     rows.put(MIGRATIONS, uuid, [migration])
     old = [r for r in rows.rows(MOVING_DEVICES, uuid) if r["role"] == "old"]
     rows.put(MOVING_DEVICES, uuid, old + _devices(migration, "new", event.new_devices))
+
+
+@handle.register(Migration.DestinationRemoved)
+def _destination_removed(event: Migration.DestinationRemoved, rows: Workset) -> None:
+    uuid = rows.name(event.originator_id)
+    (migration,) = rows.rows(MIGRATIONS, uuid)
+    rows.put(MIGRATIONS, uuid, [{**migration, "destination_root": None,
+                                 "new_allocations": {}, "new_devices": {}}])
+    rows.put(MOVING_DEVICES, uuid, [r for r in rows.rows(MOVING_DEVICES, uuid)
+                                    if r["role"] == "old"])
 
 
 @handle.register(Migration.Resolved)

@@ -1,7 +1,9 @@
 """Racing a confirm against a revert of one migration on PostgreSQL (DESIGN §3, §4): a
 migration resolves at most once, so exactly one wins, the other gets a
 :class:`ConsumerGenerationConflict` or :class:`InvalidTransition`, and the ledger is
-exactly the winner's outcome, never a mix of both and never a leaked allocation."""
+exactly the winner's outcome, never a mix of both and never a leaked allocation. And a
+confirm racing the instance's destination re-claim, which moves the migration's stream by a
+context event only: the confirm is never a conflict."""
 
 from __future__ import annotations
 
@@ -128,3 +130,53 @@ def assert_winners_outcome(ledger: Ledger, move: Move, winner: str) -> None:
             move.instance_generation + 1, {move.source: FLAVOUR})
         assert used == {move.source: FLAVOUR, move.destination: idle}
     assert instance.migration_uuid is None
+
+
+BIGGER = {"VCPU": 3, "MEMORY_MB": 1024}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_confirm_racing_a_destination_reclaim_is_never_a_conflict(
+    arena: racing.Arena, kind: str
+) -> None:
+    """The instance re-claims its destination while the migration is confirmed with the
+    generation read after the swap. The re-claim names only the instance, so it changes no
+    generation the confirm depends on: a confirm that finds the migration's stream moved
+    by it runs again inside the ledger and succeeds. The re-claim succeeds too, or loses
+    with a conflict on the migration when the confirm landed between its read and its
+    save. Either way the ledger holds what the successful commands leave."""
+    ledger, racer = arena.ledger, arena.racer(kind)
+    counts: dict[str, int] = {}
+    contended = reclaimed = 0
+    rng = random.Random(11)
+    for round_no in range(ROUNDS // 2):
+        start = arena.position()
+        move = a_move_in_flight(ledger)
+        assert move.migration_generation == 1
+        head_start = rng.uniform(0, 0.004) if round_no % 2 else 0.0
+        confirm = Call("confirm", (move.migration, 1), delay=head_start)
+        reclaim = Call("claim", (move.instance, {move.destination: BIGGER},
+                                 move.instance_generation),
+                       {"project_id": PROJECT, "user_id": USER})
+        outcomes = racer.race([confirm, reclaim])
+        tally(outcomes, counts)
+        contended += overlapped(outcomes)
+        confirmed, claimed = outcomes
+        assert confirmed.ok, confirmed
+        if not claimed.ok:
+            assert (claimed.error, dict(claimed.fields)) == (
+                "ConsumerGenerationConflict",
+                {"consumer_uuid": move.migration, "expected": 1, "actual": None}), claimed
+        reclaimed += claimed.ok
+        held = BIGGER if claimed.ok else FLAVOUR
+        instance = ledger.consumer(move.instance)
+        assert (instance.generation, instance.allocations) == (
+            move.instance_generation + claimed.ok, {move.destination: held})
+        assert ledger.migration(move.migration).status == "confirmed"
+        assert ledger.provider(move.source).usages == {"VCPU": 0, "MEMORY_MB": 0}
+        assert ledger.provider(move.destination).usages == held
+        arena.assert_round(start, [move.source, move.destination])
+    print(f"\nconfirm vs destination re-claim ({kind} x {ROUNDS // 2}): {counts}, "
+          f"both in flight together in {contended} rounds")
+    assert contended > ROUNDS // 8, "the racers hardly overlapped: nothing was raced"
+    assert reclaimed, "the re-claim never succeeded: nothing was checked"

@@ -77,7 +77,7 @@ def _consumer_rows(found: Rows, c: Consumer) -> None:
     for rp, by_rc in c.allocations.items():
         for rc, amount in by_rc.items():
             found["proj_allocations"].append(
-                (c.uuid, rp, rc, amount, c.version, c.consumer_type, c.project_id, c.user_id))
+                (c.uuid, rp, rc, amount, c.generation, c.consumer_type, c.project_id, c.user_id))
 
 
 def _migration_rows(found: Rows, m: Migration) -> None:

@@ -4,8 +4,10 @@
 with named VGPU devices), then runs ``steps`` random commands of every type: claims (nested,
 with devices, replacing), multi-consumer writes, releases and forced releases, swaps of
 every kind with and without a destination claim, confirms, reverts, forced live migrations,
-evacuations (scheduled and forced) and their completion, device changes, inventory changes
-(over capacity included), inventory removal, and host registration and deletion. Refused
+evacuations (scheduled and forced) and their completion, Nova's clean-ups by plain write
+(a failed destination given up mid-move, an evacuation rolled back or finished), device
+changes, inventory changes (over capacity included), inventory removal, and host
+registration and deletion. Refused
 commands are part of the game and write nothing.
 
 Every command carries ``request={"request_id": ...}``; now and then two commands share one,

@@ -93,7 +93,8 @@ def multi_write(ledger: Ledger, w: World) -> None:
 
 
 def release(ledger: Ledger, w: World) -> bool | None:
-    """Delete an instance (mid-move too: its migration is aborted), forced now and then."""
+    """Release an instance, forced now and then (its deletion: a move it is in is aborted;
+    a plain release mid-move gives up only the destination, and the instance stays)."""
     if not w.instances:
         return False
     instance = w.rng.choice(w.instances)
@@ -101,7 +102,32 @@ def release(ledger: Ledger, w: World) -> bool | None:
         ledger.force_release(instance, request=w.who)
     else:
         ledger.release(instance, ledger.consumer(instance).generation, request=w.who)
-    w.instances.remove(instance)
+    if ledger.consumer(instance).migration_uuid is None:
+        w.instances.remove(instance)
+    return None
+
+
+def undo_destination(ledger: Ledger, w: World) -> bool | None:
+    """Nova's clean-ups by plain write mid-move: a failed destination given up (an empty
+    write or a release of the instance; the move stays open), or an evacuation rolled back
+    to its source or finished by writing the destination share alone."""
+    if not w.moving:
+        return False
+    state = ledger.migration(w.rng.choice(w.moving))
+    generation = ledger.consumer(state.instance_uuid).generation
+    if state.status != "in-progress" or generation is None:
+        return False
+    instance = state.instance_uuid
+    if state.kind == "evacuation":
+        keep = state.old_allocations if w.rng.random() < 0.6 else state.new_allocations
+        ledger.claim(instance, keep, generation, project_id=PROJECT, user_id=USER,
+                     request=w.who)
+    elif w.rng.random() < 0.5:
+        ledger.release(instance, generation, request=w.who)
+    else:
+        ledger.write_allocations([{"consumer_uuid": instance, "allocations": {},
+                                   "expected_generation": generation,
+                                   "project_id": PROJECT, "user_id": USER}], request=w.who)
     return None
 
 
@@ -228,6 +254,7 @@ ACTIONS: dict[str, tuple[Action, int]] = {
     "claim": (claim, 8), "reclaim": (reclaim, 3), "multi_write": (multi_write, 2),
     "release": (release, 5), "swap": (swap, 4), "resolve": (resolve, 4),
     "force_move": (force_move, 2), "evacuate": (evacuate, 2),
+    "undo_destination": (undo_destination, 2),
     "change_inventory": (change_inventory, 2), "change_devices": (change_devices, 1),
     "churn_host": (churn_host, 2),
 }

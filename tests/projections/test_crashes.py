@@ -142,7 +142,12 @@ def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str) -> None
                                 "--batch-size", "15")
         try:
             for seed in range(5):
+                start = ledger_position(ledger)
                 writer = start_writer(url, seed, 100_000)
+                # On a loaded machine a writer may take longer than the deadline to start:
+                # kill it only once it writes, so every round kills a writer mid-flight.
+                assert wait_until(partial(lambda seen: ledger_position(ledger) > seen, start),
+                                  120, every=0.05)
                 deadline = time.monotonic() + 0.9 + rng.uniform(0.3, 1.5)
                 while time.monotonic() < deadline:
                     observed.update(read.positions().values())

@@ -27,6 +27,7 @@ EVERY_EVENT = {
     "Consumer.AllocationsReleased", "Consumer.AllocationsHandedOver",
     "Consumer.AllocationsReturned", "Consumer.EvacuationStarted",
     "Consumer.EvacuationSourceRemoved", "Migration.Started", "Migration.DestinationClaimed",
+    "Migration.DestinationRemoved",
     "Migration.Confirmed", "Migration.Reverted", "Migration.Completed", "Migration.Aborted",
     "Command.Recorded",
 }

@@ -175,7 +175,7 @@ class Scene:
 @dataclass(frozen=True)
 class Move:
     """A move waiting for confirmation: the server (generation 3) holds ``host2``, its
-    migration (generation 2) holds ``host1``."""
+    migration (generation 1: the destination claim named only the server) holds ``host1``."""
 
     scene: Scene
     host1: str
@@ -204,7 +204,7 @@ def moved_to_other_host(
     context = ledger.migration(mig)
     assert (context.destination_root, context.new_allocations) == (host2, {host2: new})
     assert context.old_allocations == {host1: old}
-    scene.expect({host1: old, host2: new}, {vm: ({host2: new}, 3), mig: ({host1: old}, 2)},
+    scene.expect({host1: old, host2: new}, {vm: ({host2: new}, 3), mig: ({host1: old}, 1)},
                  {mig: "in-progress"})
     return Move(scene, host1, host2, vm, mig)
 

@@ -160,8 +160,8 @@ def test_deleting_an_instance_mid_resize_frees_both_sets(ledger: Ledger) -> None
     host = device_host(ledger, PMEM, NAMESPACES)
     vm = spawn(ledger, {host: {PMEM: 2}}).consumer_uuid
     migration = start_move(ledger, vm)
-    claimed = claim_destination(ledger, vm, {host: {PMEM: 2}})
-    ledger.release(vm, claimed.generation)
+    claim_destination(ledger, vm, {host: {PMEM: 2}})
+    assert ledger.force_release(vm) is True
     assert ledger.migration(migration).status == "aborted"
     assert_holders(ledger, host, PMEM, {vm: [], migration: []})
 

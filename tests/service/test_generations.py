@@ -13,7 +13,6 @@ import pytest
 from allocation_ledger import Ledger
 from allocation_ledger.domain.errors import (
     ConsumerGenerationConflict,
-    ConsumerNotFound,
     InsufficientCapacity,
     InvalidAllocation,
     InvalidRequest,
@@ -106,15 +105,18 @@ def test_an_emptied_consumer_writes_again_with_none_and_keeps_counting(ledger: L
     assert claim(ledger, vm, {host: {"VCPU": 1}}) == 7
 
 
-def test_releasing_an_emptied_consumer_is_not_found(ledger: Ledger) -> None:
-    """Nothing to release: ConsumerNotFound, nothing written, the stream unchanged."""
-    host, vm = a_host(ledger), new_id()
-    ledger.release(vm, claim(ledger, vm, {host: {"VCPU": 1}}))
+def test_releasing_an_absent_or_emptied_consumer_does_nothing(ledger: Ledger) -> None:
+    """Nothing to release (Nova's ``delete_allocation_for_instance`` on a consumer with no
+    allocations): ``False``, nothing written, the stream unchanged; a number for it is
+    still a conflict."""
+    host, vm, never = a_host(ledger), new_id(), new_id()
+    assert ledger.release(vm, claim(ledger, vm, {host: {"VCPU": 1}})) is True
     before = snapshot(ledger)
-    with pytest.raises(ConsumerNotFound) as caught:
-        ledger.release(vm, None)
-    assert caught.value.fields == {"consumer_uuid": vm}
+    assert ledger.release(vm, None) is False
+    assert ledger.release(never, None) is False
     assert snapshot(ledger) == before
+    assert conflict(ledger, lambda: ledger.release(never, 1)) == {
+        "consumer_uuid": never, "expected": 1, "actual": None}
     assert claim(ledger, vm, {host: {"VCPU": 1}}) == 3
 
 

@@ -58,12 +58,13 @@ def _waiting(ledger: Ledger) -> tuple[Move, Expectation]:
     """A resize waiting for confirmation, and the expectation that describes it."""
     m = moved_to_other_host(ledger)
     return m, ({m.host1: FLAVOR1, m.host2: FLAVOR2},
-               {m.vm: ({m.host2: FLAVOR2}, 3), m.mig: ({m.host1: FLAVOR1}, 2)},
+               {m.vm: ({m.host2: FLAVOR2}, 3), m.mig: ({m.host1: FLAVOR1}, 1)},
                {m.mig: "in-progress"})
 
 
 def _resize_again_on_destination(ledger: Ledger, m: Move) -> object:
-    """Another writer changes the server's destination claim (and so the migration)."""
+    """Another writer changes the server's destination claim (the migration's context
+    records it, its generation stays)."""
     return claim(ledger, m.vm, {m.host2: FLAVOR3}, 3)
 
 
@@ -83,7 +84,7 @@ def _swapped_again(ledger: Ledger) -> tuple[Move, str, Expectation]:
     """A resize reverted, then the server swapped to a new migration whose destination is
     not claimed yet: the move, the new migration's uuid and the expectation describing it."""
     m = moved_to_other_host(ledger)
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     mig = new_id()
     ledger.swap(m.vm, mig, 4)
     return m, mig, ({m.host1: FLAVOR1}, {m.vm: ({}, None), mig: ({m.host1: FLAVOR1}, 1)},
@@ -92,7 +93,7 @@ def _swapped_again(ledger: Ledger) -> tuple[Move, str, Expectation]:
 
 def _expect_after_other_writer(m: Move) -> None:
     m.scene.expect({m.host1: FLAVOR1, m.host2: FLAVOR3},
-                   {m.vm: ({m.host2: FLAVOR3}, 4), m.mig: ({m.host1: FLAVOR1}, 3)},
+                   {m.vm: ({m.host2: FLAVOR3}, 4), m.mig: ({m.host1: FLAVOR1}, 1)},
                    {m.mig: "in-progress"})
 
 
@@ -102,7 +103,7 @@ def _expect_after_other_writer(m: Move) -> None:
 def test_swap_with_a_stale_generation(ledger: Ledger) -> None:
     """The server changed since it was read: no migration is started."""
     m = moved_to_other_host(ledger)
-    ledger.confirm(m.mig, 2)
+    ledger.confirm(m.mig, 1)
     vm, host2, mig = m.vm, m.host2, new_id()
     m.scene.expect({host2: FLAVOR2}, {vm: ({host2: FLAVOR2}, 3)}, {m.mig: "confirmed"})
 
@@ -118,7 +119,7 @@ def test_swap_loses_a_race(ledger: Ledger, other: Ledger) -> None:
     """Another write lands on the server between the swap's read and its append: the
     migration's first event is not stored either (one atomic append)."""
     m = moved_to_other_host(ledger)
-    ledger.confirm(m.mig, 2)
+    ledger.confirm(m.mig, 1)
     vm, host2, mig = m.vm, m.host2, new_id()
 
     err = assert_loses_race(ledger, ConsumerGenerationConflict,
@@ -160,7 +161,7 @@ def test_destination_claim_loses_a_race(ledger: Ledger, other: Ledger) -> None:
                             lambda: claim(ledger, vm, {host2: FLAVOR2}, None))
     assert fields(err, *CONFLICT) == (vm, None, 6)
     m.scene.expect({host1: FLAVOR1, host2: FLAVOR1},
-                   {vm: ({host2: FLAVOR1}, 6), mig: ({host1: FLAVOR1}, 2)},
+                   {vm: ({host2: FLAVOR1}, 6), mig: ({host1: FLAVOR1}, 1)},
                    {mig: "in-progress"})
     assert ledger.migration(mig).new_allocations == {host2: FLAVOR1}
 
@@ -171,31 +172,45 @@ def test_destination_claim_loses_a_race(ledger: Ledger, other: Ledger) -> None:
 def test_confirm_with_a_stale_generation_changes_nothing(ledger: Ledger) -> None:
     """Unlike Nova, no leaked migration allocation: everything stays as it was."""
     m, waiting = _waiting(ledger)
-    err = assert_refused(ledger, ConsumerGenerationConflict, lambda: ledger.confirm(m.mig, 1))
-    assert fields(err, *CONFLICT) == (m.mig, 1, 2)
+    err = assert_refused(ledger, ConsumerGenerationConflict, lambda: ledger.confirm(m.mig, 2))
+    assert fields(err, *CONFLICT) == (m.mig, 2, 1)
     m.scene.expect(*waiting)
 
-    ledger.confirm(m.mig, 2)
+    ledger.confirm(m.mig, 1)
     m.scene.expect({m.host2: FLAVOR2}, {m.vm: ({m.host2: FLAVOR2}, 3), m.mig: ({}, None)},
                    {m.mig: "confirmed"})
 
 
 def test_confirm_loses_a_race(ledger: Ledger, other: Ledger) -> None:
-    """The destination claim changed while confirming: confirm again after re-reading."""
-    m, err = _loses_to_a_resize_on_destination(ledger, other,
-                                               lambda move: ledger.confirm(move.mig, 2))
-    assert fields(err, *CONFLICT) == (m.mig, 2, 3)
-    _expect_after_other_writer(m)
+    """The move was reverted while confirming: a conflict (the migration now holds
+    nothing), and re-reading shows why."""
+    m, _ = _waiting(ledger)
+    err = assert_loses_race(ledger, ConsumerGenerationConflict,
+                            lambda: other.revert(m.mig, 1, 3),
+                            lambda: ledger.confirm(m.mig, 1))
+    assert fields(err, *CONFLICT) == (m.mig, 1, None)
+    m.scene.expect({m.host1: FLAVOR1}, {m.vm: ({m.host1: FLAVOR1}, 4), m.mig: ({}, None)},
+                   {m.mig: "reverted"})
+    assert_refused(ledger, InvalidTransition, lambda: ledger.confirm(m.mig, 1))
 
-    ledger.confirm(m.mig, 3)
+
+def test_confirm_runs_again_when_only_the_destination_changed(ledger: Ledger,
+                                                               other: Ledger) -> None:
+    """The server re-claimed its destination while confirming: the migration's stream
+    moved by a context event only, which changed no generation the confirm depends on, so
+    the ledger runs the confirm again (like a provider clash) and it confirms the new
+    destination."""
+    m, _ = _waiting(ledger)
+    with another_writer_first(ledger, lambda: _resize_again_on_destination(other, m)):
+        ledger.confirm(m.mig, 1)
     m.scene.expect({m.host2: FLAVOR3}, {m.vm: ({m.host2: FLAVOR3}, 4), m.mig: ({}, None)},
                    {m.mig: "confirmed"})
 
 
 @pytest.mark.parametrize(("migration_gen", "instance_gen", "stale"), [
-    pytest.param(1, 3, ("mig", 1, 2), id="stale-migration"),
-    pytest.param(2, 2, ("vm", 2, 3), id="stale-instance"),
-    pytest.param(2, None, ("vm", None, 3), id="instance-not-empty"),
+    pytest.param(2, 3, ("mig", 2, 1), id="stale-migration"),
+    pytest.param(1, 2, ("vm", 2, 3), id="stale-instance"),
+    pytest.param(1, None, ("vm", None, 3), id="instance-not-empty"),
 ])
 def test_revert_with_a_stale_generation_changes_nothing(
     ledger: Ledger, migration_gen: int, instance_gen: int | None,
@@ -209,19 +224,20 @@ def test_revert_with_a_stale_generation_changes_nothing(
     assert fields(err, *CONFLICT) == (getattr(m, who), expected, actual)
     m.scene.expect(*waiting)
 
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     m.scene.expect({m.host1: FLAVOR1}, {m.vm: ({m.host1: FLAVOR1}, 4), m.mig: ({}, None)},
                    {m.mig: "reverted"})
 
 
 def test_revert_loses_a_race(ledger: Ledger, other: Ledger) -> None:
-    """Both parties moved on under the revert; whichever is reported, nothing is written."""
+    """The server re-claimed its destination under the revert: the server's generation
+    moved (the migration's did not), so the conflict names the server; nothing is written."""
     m, err = _loses_to_a_resize_on_destination(ledger, other,
-                                               lambda move: ledger.revert(move.mig, 2, 3))
-    assert fields(err, *CONFLICT) in {(m.mig, 2, 3), (m.vm, 3, 4)}
+                                               lambda move: ledger.revert(move.mig, 1, 3))
+    assert fields(err, *CONFLICT) == (m.vm, 3, 4)
     _expect_after_other_writer(m)
 
-    ledger.revert(m.mig, 3, 4)
+    ledger.revert(m.mig, 1, 4)
     m.scene.expect({m.host1: FLAVOR1}, {m.vm: ({m.host1: FLAVOR1}, 5), m.mig: ({}, None)},
                    {m.mig: "reverted"})
 
@@ -269,7 +285,7 @@ def test_confirm_retries_a_clash_on_the_source_host_alone(ledger: Ledger,
     m, _ = _waiting(ledger)
     neighbour = new_id()
     with another_writer_first(ledger, lambda: spawn(other, neighbour, {m.host1: FLAVOR2})):
-        ledger.confirm(m.mig, 2)
+        ledger.confirm(m.mig, 1)
     m.scene.expect({m.host1: FLAVOR2, m.host2: FLAVOR2},
                    {m.vm: ({m.host2: FLAVOR2}, 3), m.mig: ({}, None),
                     neighbour: ({m.host1: FLAVOR2}, 1)}, {m.mig: "confirmed"})
@@ -280,7 +296,7 @@ def test_destination_claim_retried_after_a_clash_rechecks_capacity(ledger: Ledge
     """Another server took the destination's room meanwhile: the retried claim sees it and
     is refused; only the other server's claim is stored."""
     m = moved_to_other_host(ledger)
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     vm, host1, host2, mig, neighbour = m.vm, m.host1, m.host2, new_id(), new_id()
     ledger.swap(vm, mig, 4)
     room = {"VCPU": 7, "MEMORY_MB": 512, "DISK_GB": 1}  # leaves 1 VCPU of 8 on host2
@@ -307,8 +323,8 @@ def test_a_migration_resolves_once(ledger: Ledger, first: str, then: str, status
     """Confirm after revert, revert after confirm, twice the same: InvalidTransition with
     a message naming the action, the migration and its status; nothing changes."""
     m, _ = _waiting(ledger)
-    resolve = {"confirm": lambda: ledger.confirm(m.mig, 2),
-               "revert": lambda: ledger.revert(m.mig, 2, 3)}
+    resolve = {"confirm": lambda: ledger.confirm(m.mig, 1),
+               "revert": lambda: ledger.revert(m.mig, 1, 3)}
     resolve[first]()
     vm_after = ({m.host2: FLAVOR2}, 3) if first == "confirm" else ({m.host1: FLAVOR1}, 4)
     usage = vm_after[0]

@@ -1,8 +1,9 @@
 """Evacuations (Nova's ``test_evacuate`` family): the server holds its source and its
 destination at once, with no migration consumer in between, until the failed source host
-is cleaned up (``complete_evacuation``). Scheduled (``destination=``) and forced
-(``destination_root=``); a forced evacuation of a nested allocation is refused in
-``test_moves_forced``.
+is cleaned up (``complete_evacuation``, or Nova's plain write of the destination share
+alone); a plain write of the source alone is Nova's rollback and reverts it. Scheduled
+(``destination=``) and forced (``destination_root=``); a forced evacuation of a nested
+allocation is refused in ``test_moves_forced``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.service.moving import (
     FLAVOR2,
     Scene,
     assert_refused,
+    claim,
     flat_hosts,
     numa_host,
     spawn,
@@ -105,6 +107,73 @@ def test_evacuation_that_did_not_happen_is_reverted(ledger: Ledger) -> None:
     ledger.revert(mig, None, 2)
     scene.expect({host1: FLAVOR1}, {vm: ({host1: FLAVOR1}, 3), mig: ({}, None)},
                  {mig: "reverted"})
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["scheduled", "forced"])
+def test_nova_rolls_back_a_failed_evacuation_with_a_plain_write(ledger: Ledger,
+                                                                forced: bool) -> None:
+    """The rebuild on the destination failed and Nova writes the server back to its source
+    allocation (``PUT /allocations/{server}``, the source only): the evacuation closes as
+    reverted, so the next evacuation of the server is decided on capacity, not refused as
+    a move in progress."""
+    host1, host2, host3 = flat_hosts(ledger, 3, vcpu=2)
+    scene = Scene(ledger, [host1, host2, host3])
+    vm, mig, neighbour = new_id(), new_id(), new_id()
+    spawn(ledger, vm, {host1: FLAVOR1})
+    if forced:
+        ledger.evacuate(vm, mig, 1, destination_root=host2)
+    else:
+        ledger.evacuate(vm, mig, 1, destination={host2: FLAVOR1})
+    both = {host1: FLAVOR1, host2: FLAVOR1}
+    scene.expect(both, {vm: (both, 2), mig: ({}, None)}, {mig: "in-progress"})
+
+    claim(ledger, vm, {host1: FLAVOR1}, 2)
+    scene.expect({host1: FLAVOR1}, {vm: ({host1: FLAVOR1}, 3), mig: ({}, None)},
+                 {mig: "reverted"})
+
+    spawn(ledger, neighbour, {host2: FLAVOR2})  # host2 is full now
+    again, elsewhere = new_id(), new_id()
+    full = assert_refused(ledger, InsufficientCapacity,
+                          lambda: ledger.evacuate(vm, again, 3, destination_root=host2))
+    assert (full.fields["provider_uuid"], full.fields["resource_class"]) == (host2, "VCPU")
+    ledger.evacuate(vm, elsewhere, 3, destination={host3: FLAVOR1})
+    moved = {host1: FLAVOR1, host3: FLAVOR1}
+    scene.expect({**moved, host2: FLAVOR2},
+                 {vm: (moved, 4), mig: ({}, None), elsewhere: ({}, None),
+                  neighbour: ({host2: FLAVOR2}, 1)},
+                 {mig: "reverted", elsewhere: "in-progress"})
+
+
+def test_a_plain_write_leaving_only_the_destination_completes_the_evacuation(
+        ledger: Ledger) -> None:
+    """Nova's source-host cleanup written as a plain write of the destination share: the
+    same as ``complete_evacuation``."""
+    host1, host2 = flat_hosts(ledger)
+    scene = Scene(ledger, [host1, host2])
+    vm, mig = new_id(), new_id()
+    spawn(ledger, vm, {host1: FLAVOR1})
+    ledger.evacuate(vm, mig, 1, destination={host2: FLAVOR1})
+
+    claim(ledger, vm, {host2: FLAVOR1}, 2)
+    scene.expect({host2: FLAVOR1}, {vm: ({host2: FLAVOR1}, 3), mig: ({}, None)},
+                 {mig: "completed"})
+
+
+def test_a_plain_write_keeping_both_shares_leaves_the_evacuation_in_flight(
+        ledger: Ledger) -> None:
+    """A write that still holds something on both hosts decides nothing."""
+    host1, host2 = flat_hosts(ledger)
+    scene = Scene(ledger, [host1, host2])
+    vm, mig = new_id(), new_id()
+    spawn(ledger, vm, {host1: FLAVOR1})
+    ledger.evacuate(vm, mig, 1, destination={host2: FLAVOR1})
+
+    bigger = {host1: FLAVOR1, host2: FLAVOR2}
+    claim(ledger, vm, bigger, 2)
+    scene.expect(bigger, {vm: (bigger, 3), mig: ({}, None)}, {mig: "in-progress"})
+    ledger.complete_evacuation(mig, 3)
+    scene.expect({host2: FLAVOR2}, {vm: ({host2: FLAVOR2}, 4), mig: ({}, None)},
+                 {mig: "completed"})
 
 
 def test_deleting_an_evacuating_server_frees_both_hosts(ledger: Ledger) -> None:

@@ -114,9 +114,9 @@ def test_forced_move_of_a_nested_allocation_is_refused(
     ledger.swap(vm, mig, 1, kind="live-migration")
     scene.expect(old, {vm: ({}, None), mig: (old, 1)}, {mig: "in-progress"})
     claim(ledger, vm, scheduled, None)
-    scene.expect({**old, **scheduled}, {vm: (scheduled, 3), mig: (old, 2)},
+    scene.expect({**old, **scheduled}, {vm: (scheduled, 3), mig: (old, 1)},
                  {mig: "in-progress"})
-    ledger.confirm(mig, 2)
+    ledger.confirm(mig, 1)
     scene.expect(scheduled, {vm: (scheduled, 3), mig: ({}, None)}, {mig: "confirmed"})
 
 

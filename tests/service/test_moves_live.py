@@ -22,7 +22,7 @@ LIVE = "live-migration"
 def test_live_migration_success_confirms(ledger: Ledger) -> None:
     """post_live_migration: the source share held by the migration is dropped."""
     m = moved_to_other_host(ledger, LIVE, FLAVOR1, FLAVOR1)
-    ledger.confirm(m.mig, 2)
+    ledger.confirm(m.mig, 1)
     m.scene.expect({m.host2: FLAVOR1}, {m.vm: ({m.host2: FLAVOR1}, 3), m.mig: ({}, None)},
                    {m.mig: "confirmed"})
 
@@ -30,7 +30,7 @@ def test_live_migration_success_confirms(ledger: Ledger) -> None:
 def test_live_migration_rollback_reverts(ledger: Ledger) -> None:
     """rollback_live_migration: the server is back on host1 alone."""
     m = moved_to_other_host(ledger, LIVE, FLAVOR1, FLAVOR1)
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     m.scene.expect({m.host1: FLAVOR1}, {m.vm: ({m.host1: FLAVOR1}, 4), m.mig: ({}, None)},
                    {m.mig: "reverted"})
 

@@ -4,7 +4,8 @@ A move swaps the server's allocation to a new migration consumer, then the serve
 destination with ``expected_generation=None``; confirm drops the migration's (source) share,
 revert gives it back. Generations: the server's first claim leaves 1, the swap 2 (empty:
 reads ``None``), the destination claim 3, a revert 4; the migration is 1 when it takes the
-source and 2 once the destination is recorded. After every step the scene checks usage of
+source and stays 1 when the destination is recorded (that claim names only the server).
+After every step the scene checks usage of
 every provider, each consumer's allocations and generation, the migration's status and the
 ledger's invariants.
 """
@@ -43,7 +44,7 @@ def test_move_to_another_host_then_confirm(
     """After confirming, the server holds only the destination; the source is free."""
     m = moved_to_other_host(ledger, kind, old, new)
 
-    ledger.confirm(m.mig, 2)
+    ledger.confirm(m.mig, 1)
     m.scene.expect({m.host2: new}, {m.vm: ({m.host2: new}, 3), m.mig: ({}, None)},
                    {m.mig: "confirmed"})
 
@@ -58,7 +59,7 @@ def test_move_to_another_host_then_revert(
     """After reverting, the server holds only its source again; the destination is free."""
     m = moved_to_other_host(ledger, kind, old, new)
 
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     m.scene.expect({m.host1: old}, {m.vm: ({m.host1: old}, 4), m.mig: ({}, None)},
                    {m.mig: "reverted"})
 
@@ -80,7 +81,7 @@ def _resized_on_same_host(ledger: Ledger) -> tuple[Scene, str, str, str]:
 
     claim(ledger, vm, {host: FLAVOR3}, None)
     both = {rc: FLAVOR2[rc] + FLAVOR3[rc] for rc in FLAVOR2}
-    scene.expect({host: both}, {vm: ({host: FLAVOR3}, 3), mig: ({host: FLAVOR2}, 2)},
+    scene.expect({host: both}, {vm: ({host: FLAVOR3}, 3), mig: ({host: FLAVOR2}, 1)},
                  {mig: "in-progress"})
     assert ledger.migration(mig).destination_root == host
     return scene, host, vm, mig
@@ -89,7 +90,7 @@ def _resized_on_same_host(ledger: Ledger) -> tuple[Scene, str, str, str]:
 def test_same_host_resize_then_confirm(ledger: Ledger) -> None:
     """Confirming leaves only the new flavor's usage on the host."""
     scene, host, vm, mig = _resized_on_same_host(ledger)
-    ledger.confirm(mig, 2)
+    ledger.confirm(mig, 1)
     scene.expect({host: FLAVOR3}, {vm: ({host: FLAVOR3}, 3), mig: ({}, None)},
                  {mig: "confirmed"})
 
@@ -97,7 +98,7 @@ def test_same_host_resize_then_confirm(ledger: Ledger) -> None:
 def test_same_host_resize_then_revert(ledger: Ledger) -> None:
     """Reverting leaves only the old flavor's usage on the host."""
     scene, host, vm, mig = _resized_on_same_host(ledger)
-    ledger.revert(mig, 2, 3)
+    ledger.revert(mig, 1, 3)
     scene.expect({host: FLAVOR2}, {vm: ({host: FLAVOR2}, 4), mig: ({}, None)},
                  {mig: "reverted"})
 
@@ -152,12 +153,12 @@ def test_move_that_finds_no_destination_rolls_back(ledger: Ledger, kind: str) ->
 
 
 def test_delete_while_resize_waits_for_confirmation(ledger: Ledger) -> None:
-    """Deleting the server in VERIFY_RESIZE frees source and destination in one write and
-    aborts the migration (Nova's ``test_resize_delete_while_verify``)."""
+    """Deleting the server in VERIFY_RESIZE (a forced release) frees source and destination
+    in one write and aborts the migration (Nova's ``test_resize_delete_while_verify``)."""
     m = moved_to_other_host(ledger, "resize", FLAVOR1, FLAVOR2)
     before = len(snapshot(ledger))
 
-    ledger.release(m.vm, 3)
+    assert ledger.force_release(m.vm) is True
     m.scene.expect({}, {m.vm: ({}, None), m.mig: ({}, None)}, {m.mig: "aborted"})
     written = sorted(topic.rsplit(":", 1)[1] for _, _, topic, _ in snapshot(ledger)[before:])
     assert written == ["Command.Recorded", "Consumer.AllocationsReleased", "Migration.Aborted",
@@ -180,9 +181,9 @@ def test_cold_migration_of_a_nested_allocation_to_a_nested_host(ledger: Ledger) 
 
     claim(ledger, vm, new, None)
     assert ledger.migration(mig).destination_root == target.root
-    scene.expect({**old, **new}, {vm: (new, 3), mig: (old, 2)}, {mig: "in-progress"})
+    scene.expect({**old, **new}, {vm: (new, 3), mig: (old, 1)}, {mig: "in-progress"})
 
-    ledger.confirm(mig, 2)
+    ledger.confirm(mig, 1)
     scene.expect(new, {vm: (new, 3), mig: ({}, None)}, {mig: "confirmed"})
 
 
@@ -206,11 +207,11 @@ def test_revert_after_the_source_inventory_was_tightened(ledger: Ledger) -> None
     ledger.set_inventories(host1, inventory, ledger.provider(host1).generation)
     assert ledger.provider(host1).classes["VCPU"].over_capacity
     waiting = ({host1: FLAVOR2, m.host2: FLAVOR1},
-               {m.vm: ({m.host2: FLAVOR1}, 3), m.mig: ({host1: FLAVOR2}, 2)},
+               {m.vm: ({m.host2: FLAVOR1}, 3), m.mig: ({host1: FLAVOR2}, 1)},
                {m.mig: "in-progress"})
     m.scene.expect(*waiting)
 
-    ledger.revert(m.mig, 2, 3)
+    ledger.revert(m.mig, 1, 3)
     m.scene.expect({host1: FLAVOR2}, {m.vm: ({host1: FLAVOR2}, 4), m.mig: ({}, None)},
                    {m.mig: "reverted"})
     assert ledger.provider(host1).classes["VCPU"].over_capacity
@@ -242,7 +243,7 @@ def test_same_host_resize_keeps_both_device_sets_across_a_restart(url: str,
             ledger = scene.ledger = open_ledger(url)
 
         both = {rc: old[rc] + new[rc] for rc in old}
-        scene.expect({host: both}, {vm: ({host: new}, 3), mig: ({host: old}, 2)},
+        scene.expect({host: both}, {vm: ({host: new}, 3), mig: ({host: old}, 1)},
                      {mig: "in-progress"})
         assert ledger.provider(host).devices[PMEM] == {"ns0": mig, "ns1": vm, "ns2": vm}
         context = ledger.migration(mig)
@@ -250,11 +251,11 @@ def test_same_host_resize_keeps_both_device_sets_across_a_restart(url: str,
         assert context.new_devices == {host: {PMEM: ["ns1", "ns2"]}}
 
         if resolve == "confirm":
-            ledger.confirm(mig, 2)
+            ledger.confirm(mig, 1)
             kept, generation, status = new, 3, "confirmed"
             holders = {"ns0": None, "ns1": vm, "ns2": vm}
         else:
-            ledger.revert(mig, 2, 3)
+            ledger.revert(mig, 1, 3)
             kept, generation, status = old, 4, "reverted"
             holders = {"ns0": vm, "ns1": None, "ns2": None}
         scene.expect({host: kept}, {vm: ({host: kept}, generation), mig: ({}, None)},

@@ -43,6 +43,7 @@ EVENTS = {
                                   "old_devices", "new_allocations", "new_devices"},
     Migration.DestinationClaimed: BASE | {"destination_root", "new_allocations",
                                           "new_devices"},
+    Migration.DestinationRemoved: BASE,
     Migration.Confirmed: RESOLVED,
     Migration.Reverted: RESOLVED,
     Migration.Completed: RESOLVED,
@@ -58,7 +59,7 @@ ATTRIBUTES = {
     Consumer: CONSUMER,
     Migration: CONSUMER | {"instance_uuid", "kind", "source_root", "destination_root",
                            "old_allocations", "old_devices", "new_allocations", "new_devices",
-                           "status", "started_at", "finished_at"},
+                           "status", "started_at", "finished_at", "context_events"},
 }
 
 
@@ -73,7 +74,8 @@ def test_every_event_class_is_in_the_contract() -> None:
                 if isinstance(v, type) and dataclasses.is_dataclass(v)
                 and v.__qualname__.startswith(cls.__qualname__ + ".")
                 and v.__qualname__ != f"{cls.__qualname__}.Event"
-                and not v.__qualname__.endswith((".AllocationsSet", ".Resolved", ".Snapshot"))}
+                and not v.__qualname__.endswith((".AllocationsSet", ".Resolved", ".ContextEvent",
+                                                    ".Snapshot"))}
 
     # The library re-declares inherited event classes on a subclass aggregate; Migration's
     # own events are those Consumer does not have.

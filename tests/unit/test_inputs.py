@@ -140,17 +140,18 @@ def test_bad_amounts_are_invalid_requests(amount: object) -> None:
     assert f"allocations.{HOST}.VCPU" in str(err)
 
 
-@pytest.mark.parametrize("generation", [None, 1, 99])
+@pytest.mark.parametrize("generation", [None, 0, 1, 99])
 def test_generations_accepted(generation: int | None) -> None:
-    """``None`` (a new or emptied consumer) or a positive integer."""
+    """``None`` (a new or emptied consumer) or an integer >= 0 (0 matches no generation:
+    the command decides it is a conflict, DESIGN §3)."""
     assert parse(ReleaseIn, consumer_uuid=VM, expected_generation=generation) == ReleaseIn(
         consumer_uuid=VM, expected_generation=generation
     )
 
 
-@pytest.mark.parametrize("generation", [0, -1, True, "1", 1.0])
+@pytest.mark.parametrize("generation", [-1, True, "1", 1.0])
 def test_bad_generations_are_invalid_requests(generation: object) -> None:
-    """Generations are strict positive integers (a bool is not a generation)."""
+    """Generations are strict integers >= 0 (a bool is not a generation)."""
     err = refused(ConsumerWriteIn, **claim_input(expected_generation=generation))
     assert "expected_generation" in str(err)
 

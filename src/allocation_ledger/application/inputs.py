@@ -52,7 +52,9 @@ def _resource_class(value: str) -> str:
 Uuid = Annotated[str, BeforeValidator(_uuid)]
 ResourceClass = Annotated[str, AfterValidator(_resource_class)]
 Amount = Annotated[int, Strict(), Field(ge=1, le=MAX_INT)]
-Generation = Annotated[int, Strict(), Field(ge=1)]
+#: 0 is a valid input (Nova sends it after reading an old microversion) that matches no
+#: generation: a conflict with expected and actual, as DESIGN §3 says, not bad input.
+Generation = Annotated[int, Strict(), Field(ge=0)]
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 ConsumerType = Annotated[str, Field(pattern=r"^[A-Z0-9_]+$", max_length=64)]
 

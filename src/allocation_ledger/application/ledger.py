@@ -140,20 +140,26 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         *,
         request: Mapping[str, str] | None = None,
         command_id: CommandId | None = None,
-    ) -> None:
-        """Remove a consumer's allocations and devices, checking its generation. An instance
-        mid-move releases its migration's allocations too (the migration is aborted)."""
+    ) -> bool:
+        """Remove a consumer's allocations and devices, checking its generation; ``False``,
+        with nothing written, for a consumer that holds nothing (``expected_generation``
+        ``None``). An instance mid-move gives up only its destination: the migration keeps
+        the source, open for a new destination claim or a revert. Mid-evacuation, or for a
+        migration consumer, the move is aborted. Returns ``True`` when something was
+        released."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
         it = intent("release", command_id, request, cmd)
-        apply_command(self.store, it, lambda s: claims.release(
-            s, cmd.consumer_uuid, cmd.expected_generation, it.meta), lambda r: None)
+        return apply_command(self.store, it, lambda s: claims.release(
+            s, cmd.consumer_uuid, cmd.expected_generation, it.meta), lambda r: r.appended > 0)
 
     def force_release(
         self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
         command_id: CommandId | None = None,
     ) -> bool:
-        """Release ignoring the generation; ``False`` (a no-op) if it held nothing."""
+        """Release ignoring the generation; ``False`` (a no-op) if it held nothing. An
+        instance mid-move is being deleted: its migration's allocations are released too
+        and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
         it = intent("force_release", command_id, request, cmd)
         return apply_command(self.store, it, lambda s: claims.release(

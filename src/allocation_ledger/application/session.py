@@ -2,8 +2,10 @@
 
 The session remembers the version of every stream it read. When the store refuses the
 append (another writer took a (stream, version) first) it tells the two cases apart, as
-DESIGN §3 asks: a consumer stream that moved is a :class:`ConsumerGenerationConflict`
-(never retried: the caller re-reads and re-decides); a provider that the caller pinned with
+DESIGN §3 asks: a consumer written meanwhile is a :class:`ConsumerGenerationConflict`
+(never retried: the caller re-reads and re-decides); a migration stream that moved only by
+context events (its instance claimed or gave up a destination) changed no generation, and
+is treated like a provider clash; a provider that the caller pinned with
 an expected generation is a :class:`ProviderGenerationConflict`; anything else was a clash
 on provider streams alone, and the command is run again from the start, capacity checks and
 all, a bounded number of times.
@@ -72,8 +74,9 @@ class Session:
         self._consumers: dict[str, Consumer | None] = {}
         self._new: list[Aggregate] = []
         self._expected_providers: dict[str, int] = {}
-        #: consumer -> (stream version, generation) as first read; (None, None) if absent
-        self._loaded: dict[str, tuple[int | None, int | None]] = {}
+        #: consumer -> (stream version, writes that named it, generation) as first read;
+        #: all None if absent
+        self._loaded: dict[str, tuple[int | None, int | None, int | None]] = {}
 
     # -- the Workspace protocol -----------------------------------------------------------
 
@@ -113,7 +116,8 @@ class Session:
         consumer = found if isinstance(found, Consumer) else None
         self._consumers[consumer_uuid] = consumer
         self._loaded[consumer_uuid] = (
-            (consumer.version, consumer.generation) if consumer is not None else (None, None)
+            (consumer.version, consumer.named_writes, consumer.generation)
+            if consumer is not None else (None, None, None)
         )
 
     def migration(self, migration_uuid: str) -> Migration:
@@ -234,11 +238,13 @@ class Session:
             found = recorded(self._store, self._intent.command_id)
             if found is not None:
                 raise AlreadyRecorded(found) from err
-        for uuid, (version, generation) in self._loaded.items():
+        for uuid, (version, named, generation) in self._loaded.items():
             if uuid in self._assumed_absent:
                 continue
             if self._store.stream_version(consumer_stream_id(uuid)) != version:
                 current = Session(self._store).consumer(uuid)
+                if current is not None and current.named_writes == named:
+                    continue  # only context events: no write named it
                 raise ConsumerGenerationConflict(
                     uuid, generation, current.generation if current is not None else None
                 ) from err

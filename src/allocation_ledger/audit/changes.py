@@ -33,6 +33,8 @@ def changes(event: Any, before: Any) -> Changes:
     if isinstance(event, Migration.DestinationClaimed):
         return {"destination_root": event.destination_root,
                 "new_allocations": event.new_allocations, "new_devices": event.new_devices}
+    if isinstance(event, Migration.DestinationRemoved):
+        return {"destination_root": None, "new_allocations": {}, "new_devices": {}}
     if isinstance(event, Provider.Event):
         return _provider(event, before)
     return {}

@@ -32,8 +32,8 @@ class Mover:
         claimed = self.ledger.claim(self.instance, {self.there: dict(FLAVOUR)}, None,
                                     project_id=PROJECT, user_id=USER, request=REQUEST)
         self.generation = claimed.generation or 0
-        # The destination claim also advanced the migration (its context records it).
-        return migration, (started.generation or 0) + 1
+        # The destination claim names only the instance: the migration keeps the swap's.
+        return migration, started.generation or 0
 
     def confirm_cycle(self) -> None:
         """Swap, destination claim, confirm: the instance now lives on the other host."""

@@ -7,8 +7,15 @@ from dataclasses import dataclass, field
 
 from allocation_ledger.domain.allocating import Holding, Target, reallocate
 from allocation_ledger.domain.consumer import MIGRATION, Consumer, check_generation
-from allocation_ledger.domain.errors import ConsumerNotFound, InvalidRequest
-from allocation_ledger.domain.migration import ABORTED, EVACUATION, LIVE_MIGRATION, Migration
+from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.migration import (
+    ABORTED,
+    COMPLETED,
+    EVACUATION,
+    LIVE_MIGRATION,
+    REVERTED,
+    Migration,
+)
 from allocation_ledger.domain.values import Allocations, Devices, RequestMeta
 from allocation_ledger.domain.workspace import Workspace
 
@@ -50,7 +57,9 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
     """Replace the allocations of every consumer in ``writes``, all or nothing.
 
     An empty allocation releases that consumer. A claim by an instance that is mid-move
-    (after a swap) is its destination claim, and the migration's context records it.
+    (after a swap) is its destination claim, and the migration's context records it; an
+    empty one removes the destination and the move stays open. A write of an instance
+    mid-evacuation may decide the evacuation (see :func:`_settle_evacuation`).
     """
     seen: set[str] = set()
     before: dict[str, Holding] = {}
@@ -101,29 +110,45 @@ def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: Reques
         ws.add(Consumer.create(w.consumer_uuid, w.project_id, w.user_id, w.consumer_type,
                                new.allocations, new.devices, request))
         return
+    migration = in_flight_migration(ws, consumer)
     if not new.allocations:
         consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=False)
+    else:
+        consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices,
+                             request, project_id=w.project_id, user_id=w.user_id,
+                             consumer_type=w.consumer_type)
+    if migration is None:
         return
-    consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices, request,
-                         project_id=w.project_id, user_id=w.user_id,
-                         consumer_type=w.consumer_type)
-    migration = in_flight_migration(ws, consumer)
-    if migration is not None and migration.kind != EVACUATION:
+    if migration.kind == EVACUATION:
+        _settle_evacuation(ws, migration, new.allocations, request)
+    elif new.allocations:
         migration.record_destination(root_of(ws, new.allocations), new.allocations,
                                      new.devices, request)
+    else:
+        migration.remove_destination(request)
+
+
+def _settle_evacuation(ws: Workspace, migration: Migration, allocations: Allocations,
+                       request: RequestMeta) -> None:
+    """A plain write of an evacuating instance decides the evacuation, as Nova's own
+    clean-ups do: nothing left on the destination host is its rollback (reverted), nothing
+    left on the source host its completion, nothing left at all the instance's deletion
+    (aborted). A write keeping shares on both hosts leaves it in flight."""
+    roots = {ws.provider(rp).root_uuid for rp in allocations}
+    if not allocations:
+        migration.resolve(Migration.Aborted, ABORTED, request)
+    elif migration.destination_root not in roots:
+        migration.resolve(Migration.Reverted, REVERTED, request)
+    elif migration.source_root not in roots:
+        migration.resolve(Migration.Completed, COMPLETED, request)
 
 
 def _check_mid_move(ws: Workspace, consumer: Consumer | None, w: ConsumerWrite) -> None:
-    """A write naming an instance mid-move must be its destination claim."""
+    """A write naming an instance mid-move claims its destination (or, empty, removes it: the
+    move stays open); a live migration's destination must be on another host."""
     migration = in_flight_migration(ws, consumer)
     if migration is None or migration.kind == EVACUATION:
         return
-    if not w.allocations:
-        raise InvalidRequest(
-            f"instance {w.consumer_uuid} is mid-move (migration {migration.uuid}): release it "
-            "(which releases the migration too) or revert the migration instead",
-            consumer_uuid=w.consumer_uuid, migration_uuid=migration.uuid,
-        )
     if migration.kind == LIVE_MIGRATION and any(
         ws.provider(rp).root_uuid == migration.source_root for rp in w.allocations
     ):
@@ -142,35 +167,50 @@ def release(
     *,
     forced: bool = False,
 ) -> bool:
-    """Remove a consumer's allocations and devices; ``False`` when there was nothing.
+    """Remove a consumer's allocations and devices; ``False``, with nothing written, when it
+    holds nothing (Nova's ``delete_allocation_for_instance`` does the same).
 
-    Releasing an instance mid-move (its deletion while a resize waits for confirmation, say)
-    releases the migration's allocations in the same append and aborts the migration.
-    Releasing a migration consumer aborts it (an operator cleaning up a leaked migration).
-    ``forced`` ignores the generation and is a no-op on a consumer holding nothing.
+    An instance mid-move gives up only its destination share: the migration keeps the
+    source and stays open for a new destination claim or a revert (Nova cleaning up a host
+    whose ``prep_resize`` failed). Deleting the instance ends the move: ``forced`` (which
+    ignores the generation) releases the migration's allocations in the same append and
+    aborts it, and so does any release of an instance mid-evacuation. Releasing a migration
+    consumer aborts it (an operator cleaning up a leaked migration).
     """
     consumer = ws.consumer(consumer_uuid)
     if not forced:
         check_generation(consumer_uuid, consumer, expected_generation)
-    migration = in_flight_migration(ws, consumer)
     if isinstance(consumer, Migration):
-        if consumer.in_flight and not consumer.allocations:
-            raise InvalidRequest(
-                f"migration {consumer_uuid} ({consumer.kind}) holds nothing itself: revert or "
-                "complete it instead", migration_uuid=consumer_uuid,
-            )
-        migration, consumer = (consumer if consumer.in_flight else None), None
-    if consumer is not None and not consumer.allocations and migration is None:
-        consumer = None
-    if consumer is None and migration is None:
-        if forced:
-            return False
-        raise ConsumerNotFound(consumer_uuid)
-    parties = [c for c in (consumer, migration) if c is not None]
+        return _abort(ws, consumer, request)
+    migration = in_flight_migration(ws, consumer)
+    held = consumer if consumer is not None and consumer.allocations else None
+    ends = migration if migration is not None and (
+        forced or migration.kind == EVACUATION) else None
+    parties = [c for c in (held, ends) if c is not None]
+    if not parties:
+        return False
     targets = [Target(c.uuid, {}, check_units=False) for c in parties]
     reallocate(ws.provider, {c.uuid: holding(c) for c in parties}, targets, request)
-    if consumer is not None:
-        consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=forced)
-    if migration is not None:
-        migration.resolve(Migration.Aborted, ABORTED, request)
+    if held is not None:
+        held.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=forced)
+    if ends is not None:
+        ends.resolve(Migration.Aborted, ABORTED, request)
+    elif migration is not None:
+        migration.remove_destination(request)
+    return True
+
+
+def _abort(ws: Workspace, migration: Migration, request: RequestMeta) -> bool:
+    """Release a migration consumer's source allocation and abort it (``False`` once it is
+    resolved: it then holds nothing)."""
+    if not migration.in_flight:
+        return False
+    if not migration.allocations:
+        raise InvalidRequest(
+            f"migration {migration.uuid} ({migration.kind}) holds nothing itself: revert or "
+            "complete it instead", migration_uuid=migration.uuid,
+        )
+    reallocate(ws.provider, {migration.uuid: holding(migration)},
+               [Target(migration.uuid, {}, check_units=False)], request)
+    migration.resolve(Migration.Aborted, ABORTED, request)
     return True

@@ -1,9 +1,11 @@
 """The consumer aggregate: one stream per consumer of resources (an instance, say).
 
-The stream version is the consumer generation. The first write creates the stream and leaves
-generation 1; every later write that names the consumer adds exactly one event, so exactly 1
-to the generation. A consumer holding nothing reads as absent (generation ``None``) but keeps
-its stream, so its generation keeps counting up and never goes back.
+The stream version is the consumer generation (a migration's stream also records its move's
+context, and those context events do not count: see ``migration``). The first write creates
+the stream and leaves generation 1; every later write that names the consumer adds exactly
+one event, so exactly 1 to the generation. A consumer holding nothing reads as absent
+(generation ``None``) but keeps its stream, so its generation keeps counting up and never
+goes back.
 
 Every allocation-bearing event carries the consumer's whole new holding (allocations and
 devices), so the appliers only assign, and any reader can take the latest event as the truth.
@@ -147,9 +149,15 @@ class Consumer(PlainState, Aggregate):
         )
 
     @property
+    def named_writes(self) -> int:
+        """How many writes named this consumer: its stream version (a migration's stream
+        also holds context events, which do not count)."""
+        return self.version
+
+    @property
     def generation(self) -> int | None:
-        """The consumer generation: the stream version, or ``None`` when it holds nothing."""
-        return self.version if self.allocations else None
+        """The consumer generation: the writes that named it, ``None`` when it holds nothing."""
+        return self.named_writes if self.allocations else None
 
     def set_holding(
         self,

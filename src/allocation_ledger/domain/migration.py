@@ -5,6 +5,12 @@ live migration it holds the instance's source allocation and devices while the i
 claims its destination, exactly as Nova's migration-based allocations do. An evacuation's
 record holds nothing (the instance holds source and destination itself) but carries the
 context all the same. A migration resolves at most once.
+
+The context's own records (the instance claimed or gave up its destination) are events in the
+migration's stream, but they are written by commands that name the instance, not the
+migration, so they are *context events*: they do not count in the migration's consumer
+generation (DESIGN §3: only a write that names the consumer adds 1). The generation is the
+stream version less the context events the stream holds.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ ABORTED = "aborted"
 class Migration(Consumer):
     """A move in flight (or resolved): the migration consumer and its context."""
 
+    #: the class default keeps any aggregate restored without ``__init__`` readable; a
+    #: migration is never snapshotted (see ``adapters.eventstore``), so replay sets it
+    context_events: int = 0
+
     class Started(Consumer.Created):
         """A move started: the migration took ``allocations`` (the instance's source, or
         nothing for an evacuation) and its context opened."""
@@ -52,7 +62,14 @@ class Migration(Consumer):
         new_allocations: Allocations
         new_devices: Devices
 
-    class DestinationClaimed(Consumer.Event):
+    class ContextEvent(Consumer.Event):
+        """Base of the context events: written for the instance, not counted in the
+        migration's generation."""
+
+        def apply(self, aggregate: Migration) -> None:
+            aggregate.context_events += 1
+
+    class DestinationClaimed(ContextEvent):
         """The instance claimed its destination; the context records it."""
 
         destination_root: str
@@ -60,9 +77,21 @@ class Migration(Consumer):
         new_devices: Devices
 
         def apply(self, aggregate: Migration) -> None:
+            super().apply(aggregate)
             aggregate.destination_root = self.destination_root
             aggregate.new_allocations = copy_allocations(self.new_allocations)
             aggregate.new_devices = copy_devices(self.new_devices)
+
+    class DestinationRemoved(ContextEvent):
+        """The instance gave up its destination (Nova cleaning up a host that failed); the
+        move stays open with the migration holding the source, for a new destination claim
+        or a revert."""
+
+        def apply(self, aggregate: Migration) -> None:
+            super().apply(aggregate)
+            aggregate.destination_root = None
+            aggregate.new_allocations = {}
+            aggregate.new_devices = {}
 
     class Resolved(Consumer.AllocationsSet):
         """Base of the events that end a migration; it then holds nothing."""
@@ -118,6 +147,8 @@ class Migration(Consumer):
         self.status = IN_PROGRESS
         self.started_at = timestamp
         self.finished_at: datetime | None = None
+        #: events of this stream that only record the context (not counted in the generation)
+        self.context_events = 0
 
     @classmethod
     def start(
@@ -154,6 +185,11 @@ class Migration(Consumer):
         )
 
     @property
+    def named_writes(self) -> int:
+        """The stream version less the context events: the writes that named the migration."""
+        return self.version - self.context_events
+
+    @property
     def in_flight(self) -> bool:
         """True until the migration is confirmed, reverted, completed or aborted."""
         return self.status == IN_PROGRESS
@@ -177,6 +213,10 @@ class Migration(Consumer):
             new_devices=copy_devices(devices),
             request=request,
         )
+
+    def remove_destination(self, request: RequestMeta) -> None:
+        """Record that the instance gave up its destination; the move stays open."""
+        self.trigger_event(self.DestinationRemoved, request=request)
 
     def resolve(self, event_class: type[Migration.Resolved], status: str,
                 request: RequestMeta) -> None:

@@ -8,16 +8,21 @@ from contextlib import contextmanager
 import psycopg
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.commands import CONNECTION_ERRORS
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import SESSION_ATTRS_KEY, StoreConfig, parse_url
+from allocation_ledger.domain.errors import StoreUnavailable
 
 
 def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); schema created on
     first use."""
     config = parse_url(url)
-    with _schema_lock(config):
-        return EventStore(env=config.env), config
+    try:
+        with _schema_lock(config):
+            return EventStore(env=config.env), config
+    except CONNECTION_ERRORS as err:  # a store out of reach is the caller's to retry
+        raise StoreUnavailable(None, f"{type(err).__name__}: {err}".strip()) from err
 
 
 @contextmanager

@@ -135,3 +135,8 @@ def test_an_unknown_outcome_is_found_by_looking_the_command_up(
                             command_id=cid)
         assert view.generation == 1 and view.replayed == (cid == "lost-after-commit")
     assert ledger.provider(host).usages["VCPU"] == 2
+
+
+def test_opening_a_store_out_of_reach_is_a_ledger_error() -> None:
+    with pytest.raises(StoreUnavailable, match="retry"):
+        open_ledger("postgresql://postgres@127.0.0.1:5449/ledger?connect_timeout=1")

@@ -49,6 +49,8 @@ from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import RequestMeta
 
+T = TypeVar("T")
+
 
 class Reader(Protocol):
     """What a command's outcome is read from: the session that applied it, or
@@ -71,7 +73,7 @@ class Reader(Protocol):
         """A migration (:class:`MigrationNotFound` if there is none)."""
         ...
 
-T = TypeVar("T")
+
 
 #: What a lost or refused connection raises (the library's wrappers and psycopg's own).
 CONNECTION_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError,

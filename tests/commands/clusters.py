@@ -71,7 +71,7 @@ class Pair:
     def url(self, dbname: str = "ledger") -> str:
         """The multi-host URL of both."""
         return (f"postgresql://postgres@127.0.0.1:{self.primary},127.0.0.1:{self.standby}/"
-                f"{dbname}?target_session_attrs=read-write&connect_timeout=2")
+                f"{dbname}?target_session_attrs=read-write&connect_timeout=1")
 
     def create(self) -> None:
         """Both clusters, the primary started with database ``ledger``, the standby following."""
@@ -117,9 +117,11 @@ class Pair:
                 raise TimeoutError("the standby is not synchronous")
             time.sleep(0.2)
 
-    def fail_over(self) -> None:
-        """Stop the primary with ``-m immediate`` and promote the standby."""
+    def fail_over(self, promote_after: float = 0.0) -> None:
+        """Stop the primary with ``-m immediate`` and promote the standby (after
+        ``promote_after`` seconds without any primary)."""
         _run("pg_ctlcluster", VERSION, NAMES[self.primary], "stop", "-m", "immediate")
+        time.sleep(promote_after)
         _run("pg_ctlcluster", VERSION, NAMES[self.standby], "promote")
         _wait_ready(self.standby, writable=True)
         # alone now: commits must not wait for a standby that is not there

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,8 @@ def test_a_failover_loses_no_acknowledged_command_and_applies_none_twice(pair: P
     rng = random.Random(5)
     with open_ledger(pair.url()) as ledger:
         host = a_host(ledger, vcpu=1_000_000)
-    interrupted = 0
+    interrupted: dict[str, int] = {}
+    promoted_acks = 0  # commands the writers got done on the promoted server
     for trial in range(TRIALS):
         url = pair.url()
         with open_ledger(url) as ledger:
@@ -75,7 +77,9 @@ def test_a_failover_loses_no_acknowledged_command_and_applies_none_twice(pair: P
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)}) for prefix, vm in writers.items()}
         time.sleep(rng.uniform(2.0, 3.0))  # start-up, then load
-        pair.fail_over()
+        failed_at = datetime.now(UTC)
+        # once the promotion waits until the writers give up: they are told to retry
+        pair.fail_over(promote_after=15.0 if trial == 2 else 0.0)
         time.sleep(6.0)  # the writers find the promoted server and go on
         for proc in procs.values():
             proc.send_signal(signal.SIGKILL)
@@ -84,12 +88,18 @@ def test_a_failover_loses_no_acknowledged_command_and_applies_none_twice(pair: P
             for prefix, vm in writers.items():
                 out, err = procs[prefix].communicate(timeout=60)
                 acked = int(out.split()[-1]) if out.split() else 0
-                interrupted += len(err.splitlines())
+                assert "Traceback" not in err, err  # only LedgerErrors reach the writer
+                for line in err.split("\n"):  # "n ErrorName": told to retry command n
+                    if line.strip():
+                        kind = line.split()[-1]
+                        interrupted[kind] = interrupted.get(kind, 0) + 1
                 view = claim_n(ledger, prefix, host, vm, acked + 1)  # its last, again
                 assert view.generation == acked + 1  # type: ignore[attr-defined]
                 assert ledger.consumer(vm).generation == acked + 1  # none applied twice
-                assert all(ledger.command(f"{prefix}-{n}").applied  # none lost
-                           for n in range(1, acked + 2))
+                found = [ledger.command(f"{prefix}-{n}") for n in range(1, acked + 2)]
+                assert all(c.applied for c in found)  # none lost
+                promoted_acks += sum(c.time is not None and c.time > failed_at
+                                     for c in found[:-1])
             report = audit(ledger.store)
             assert report.ok, report.findings
             read = ReadModels.of(ledger)
@@ -97,4 +107,8 @@ def test_a_failover_loses_no_acknowledged_command_and_applies_none_twice(pair: P
             assert stored(read.engine) == folded(ledger)
             read.close()
         pair.rebuild_standby()
-    assert interrupted > 0, "no writer was ever told the store was unavailable"
+    print(f"failover: writers told to retry {interrupted}; acknowledged on the promoted "
+          f"server {promoted_acks}")
+    told = interrupted.get("OutcomeUnknown", 0) + interrupted.get("StoreUnavailable", 0)
+    assert told > 0, "no writer was ever told the store was unavailable"
+    assert promoted_acks > 0, "no writer went on on the promoted server"

@@ -9,8 +9,9 @@
 command id ``CID``. ``loop`` claims ``VM`` again and again (``n`` = 1, 2, ... with command id
 ``PREFIX-n`` and the generation the previous claim left), printing each ``n`` only once the
 ledger acknowledged it: what a client believes done. ``persist`` is a careful client: told
-the store is unavailable or the outcome unknown, it retries the same claim (same id) until
-the ledger answers, and notes each such answer on stderr.
+the store is unavailable or the outcome unknown (or that the host kept changing under it),
+it retries the same claim (same id) until the ledger answers, and notes each such answer on
+stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import sys
 import time
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.domain.errors import LedgerError, StoreUnavailable
+from allocation_ledger.application import commands
+from allocation_ledger.domain.errors import ConcurrentUpdate, LedgerError, StoreUnavailable
 
 PROJECT, USER = "project-a", "user-a"
 
@@ -31,8 +33,20 @@ def claim_n(ledger: Ledger, prefix: str, host: str, vm: str, n: int) -> object:
                         project_id=PROJECT, user_id=USER, command_id=f"{prefix}-{n}")
 
 
+def opened(url: str, mode: str) -> Ledger:
+    """The ledger; a ``persist`` writer waits for a store out of reach."""
+    while True:
+        try:
+            return open_ledger(url)
+        except StoreUnavailable:
+            if mode != "persist":
+                raise
+            print("0 StoreUnavailable", file=sys.stderr, flush=True)
+            time.sleep(0.2)
+
+
 def main(url: str, mode: str, *args: str) -> None:
-    with open_ledger(url) as ledger:
+    with opened(url, mode) as ledger:
         if mode == "race":
             cid, host, vm, start_at = args
             time.sleep(max(0.0, float(start_at) - time.time()))
@@ -44,11 +58,13 @@ def main(url: str, mode: str, *args: str) -> None:
                 print(json.dumps({"error": type(err).__name__, "message": str(err)}))
             return
         prefix, host, vm = args
+        if mode == "persist":  # it retries itself: the ledger gives up after one try
+            commands.RECOVERY_ATTEMPTS = 1
         n = 1
         while True:
             try:
                 claim_n(ledger, prefix, host, vm, n)
-            except StoreUnavailable as err:
+            except (StoreUnavailable, ConcurrentUpdate) as err:
                 if mode != "persist":
                     raise
                 print(f"{n} {type(err).__name__}", file=sys.stderr, flush=True)

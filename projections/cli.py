@@ -12,6 +12,7 @@ the next batch: what was committed stays, and a later ``resume`` carries on from
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -19,19 +20,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from allocation_ledger.cli import projections as command
+from allocation_ledger.domain.errors import StoreUnavailable
 from projections.catalog import UnknownProjection, select
 from projections.progress import ProgressBar
 from projections.readmodels import ReadModels, Report
 
+log = logging.getLogger(__name__)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``."""
-    parser = argparse.ArgumentParser(prog="projections", description=command.HELP)
-    parser.add_argument("--url", default=None,
-                        help="ledger store URL (default: $LEDGER_URL, else sqlite:///ledger.db)")
-    command.add_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    """Entry point of ``scripts/rebuild_projections.py`` and ``scripts/run_projections.py``:
+    ``allocation-ledger projections ...``, with its one error path."""
+    from allocation_ledger.cli import main as cli_main
+
+    return cli_main(["projections", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -41,22 +43,49 @@ def run_command(args: argparse.Namespace) -> int:
     except UnknownProjection as err:
         print(f"projections: {err}", file=sys.stderr)
         return 2
-    with ReadModels.open(args.url, args.projections_url, args.name) as read, \
-            _stopping() as stop:
-        if args.action == "status":
-            _print_status(read, sys.stdout)
-            return 0
+    with _stopping() as stop:
         if args.action == "follow":
+            return _follow(args, stop)
+        with ReadModels.open(args.url, args.projections_url, args.name,
+                             create=args.action != "status") as read:
+            if args.action == "status":
+                _print_status(read, sys.stdout)
+                return 0
+            return _catch_up(args, read, stop)
+
+
+def _follow(args: argparse.Namespace, stop: Stop) -> int:
+    """Follow the ledger until stopped. A store that cannot be reached at the start is
+    waited for, as the runner waits for one that goes away while it runs (one line said,
+    then a retry every ``--poll-interval``); a missing ledger or a bad URL still fails."""
+    said = False
+    while not stop.is_set():
+        try:
+            read = ReadModels.open(args.url, args.projections_url, args.name)
+        except StoreUnavailable as err:
+            if not said:
+                print(f"projections follow: {err}; retrying every {args.poll_interval}s",
+                      file=sys.stderr, flush=True)
+                said = True
+            log.info("projections follow: %s", err)
+            stop.wait(args.poll_interval)
+            continue
+        with read:
             print(f"following from {_positions(read.positions())}", file=sys.stderr)
             read.follow(stop, args.poll_interval, batch_size=args.batch_size)
             print(f"stopped at {_positions(read.positions())}", file=sys.stderr)
-            return 0
-        bar = ProgressBar(sys.stderr, args.action, enabled=not args.quiet)
-        run = read.rebuild if args.action == "rebuild" else read.resume
-        report = run(stop, batch_size=args.batch_size, progress=bar)
-        bar.done()
-        _print_report(report, sys.stdout)
-        return _stopped_code(stop)
+        return 0
+    return _stopped_code(stop)
+
+
+def _catch_up(args: argparse.Namespace, read: ReadModels, stop: Stop) -> int:
+    """Rebuild or resume, with a progress bar; the exit code."""
+    bar = ProgressBar(sys.stderr, args.action, enabled=not args.quiet)
+    run = read.rebuild if args.action == "rebuild" else read.resume
+    report = run(stop, batch_size=args.batch_size, progress=bar)
+    bar.done()
+    _print_report(report, sys.stdout)
+    return _stopped_code(stop)
 
 
 class Stop(threading.Event):

@@ -54,6 +54,12 @@ def _advanced(event: Provider.Event, rows: Workset) -> Row:
     return provider
 
 
+@handle.register(Provider.Renamed)
+def _renamed(event: Provider.Renamed, rows: Workset) -> None:
+    provider = _advanced(event, rows)
+    rows.put(PROVIDERS, provider["provider_uuid"], [{**provider, "name": event.name}])
+
+
 @handle.register(Provider.InventoriesSet)
 def _inventories_set(event: Provider.InventoriesSet, rows: Workset) -> None:
     provider = _advanced(event, rows)

@@ -147,3 +147,78 @@ def allocations_of(
     for provider, rc, amount in rows:
         held.setdefault(provider, {})[rc] = amount
     return generation, held
+
+
+@dataclass(frozen=True)
+class ProviderRow:
+    """A live provider: its name, place in the tree and generation."""
+
+    provider_uuid: str
+    name: str
+    parent_uuid: str | None
+    root_uuid: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class Holding:
+    """One consumer's allocations on one provider."""
+
+    consumer_uuid: str
+    generation: int
+    resources: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ProjectUsage:
+    """What the consumers of one type in a project (and user) hold, summed per class."""
+
+    consumer_type: str
+    consumer_count: int
+    usages: dict[str, int]
+
+
+def providers(engine: Engine) -> list[ProviderRow]:
+    """Every live (not deleted) provider, by UUID."""
+    query = (select(_providers.provider_uuid, _providers.name, _providers.parent_uuid,
+                    _providers.root_uuid, _providers.generation)
+             .where(_providers.deleted.is_(False)).order_by(_providers.provider_uuid))
+    with engine.connect() as conn:
+        return [ProviderRow(*row) for row in conn.execute(query)]
+
+
+def holdings_on(engine: Engine, provider_uuid: str) -> list[Holding]:
+    """Every consumer's allocations on one provider, by consumer UUID."""
+    a = tables.allocations.c
+    query = (select(a.consumer_uuid, a.generation, a.resource_class, a.amount)
+             .where(a.provider_uuid == provider_uuid)
+             .order_by(a.consumer_uuid, a.resource_class))
+    found: dict[str, Holding] = {}
+    with engine.connect() as conn:
+        for consumer, generation, rc, amount in conn.execute(query):
+            held = found.setdefault(consumer, Holding(consumer, generation, {}))
+            held.resources[rc] = amount
+    return list(found.values())
+
+
+def project_usages(engine: Engine, project_id: str, user_id: str | None = None,
+                   consumer_type: str | None = None) -> list[ProjectUsage]:
+    """Usage per consumer type and class of a project's (and user's) consumers, with the
+    number of consumers: Placement's ``GET /usages``, which Nova counts quotas with."""
+    a = tables.allocations.c
+    query = (select(a.consumer_type, a.resource_class, func.sum(a.amount),
+                    func.count(a.consumer_uuid.distinct()))
+             .where(a.project_id == project_id)
+             .group_by(a.consumer_type, a.resource_class))
+    counts = (select(a.consumer_type, func.count(a.consumer_uuid.distinct()))
+              .where(a.project_id == project_id).group_by(a.consumer_type))
+    if user_id is not None:
+        query, counts = query.where(a.user_id == user_id), counts.where(a.user_id == user_id)
+    if consumer_type is not None:
+        query = query.where(a.consumer_type == consumer_type)
+        counts = counts.where(a.consumer_type == consumer_type)
+    with engine.connect() as conn:
+        by_type = {ct: ProjectUsage(ct, int(n), {}) for ct, n in conn.execute(counts)}
+        for ct, rc, total, _ in conn.execute(query):
+            by_type[ct].usages[rc] = int(total)
+    return [by_type[ct] for ct in sorted(by_type)]

@@ -21,7 +21,7 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bootstrap import open_store
 from projections import catalog, tables, tracking
-from projections.runner import Runner
+from projections.runner import Runner, bound_positions
 from projections.store import empty, open_engine
 
 
@@ -65,11 +65,16 @@ class ReadModels:
 
     @classmethod
     def open(cls, ledger_url: str | None = None, url: str | None = None,
-             names: Iterable[str] | None = None) -> ReadModels:
-        """Open the ledger at ``ledger_url`` (see ``allocation_ledger.config``) and its
-        read models."""
-        store, _ = open_store(ledger_url)
-        return cls(store, open_engine(store.env, url), names, owns_store=True)
+             names: Iterable[str] | None = None, *, create: bool = True) -> ReadModels:
+        """Open the ledger at ``ledger_url`` (see ``allocation_ledger.config``), which must
+        exist, and its read models (their tables created unless ``create`` is false)."""
+        store, _ = open_store(ledger_url, create=False)
+        try:
+            engine = open_engine(store.env, url, create=create)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, engine, names, owns_store=True)
 
     def close(self) -> None:
         """Release the connections."""
@@ -124,9 +129,9 @@ class ReadModels:
     # -- reading -----------------------------------------------------------------------
 
     def positions(self) -> dict[str, int]:
-        """Each projection's stored position."""
-        with self.engine.connect() as conn:
-            return {p.name: tracking.position(conn, p.name) for p in self.projections}
+        """Each projection's stored position; ``ReadModelsDiverged`` if one followed a
+        history the ledger no longer has."""
+        return bound_positions(self.store, self.engine, self.projections)
 
     def wait(self, position: int, timeout: float = 10.0) -> None:
         """Block until every projection shows the ledger up to ``position`` (read your own

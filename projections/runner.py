@@ -32,6 +32,9 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from allocation_ledger.adapters.notifications import chain_hash
+from allocation_ledger.audit.integrity import binding_problem
+from allocation_ledger.domain.errors import LedgerError
 from projections import reading, tracking
 from projections.feed import Feed
 from projections.projection import Projection
@@ -55,6 +58,29 @@ class Batch:
     position: int
     head: int  # the ledger's head when it ended (for progress)
     changes: list[tuple[str, int, Changes]]  # (projection, position it moves from, rows)
+    chain_hash: bytes | None = None  # the ledger's at ``position``: the history followed
+
+
+class ReadModelsDiverged(LedgerError):
+    """Raised when the read models followed a history the ledger no longer has (it was
+    restored from an older copy, truncated or rewritten): they must be rebuilt."""
+
+
+def bound_positions(store: Any, engine: Engine,
+                    projections: Sequence[Projection]) -> dict[str, int]:
+    """Each projection's stored position; :class:`ReadModelsDiverged` if one was built
+    from a history the ledger no longer has (checked by the chain hash it recorded)."""
+    with engine.connect() as conn:
+        followed = {p.name: tracking.followed(conn, p.name) for p in projections}
+    checked: set[tuple[int, bytes | None]] = set()  # read models at one place: one look
+    for name, (at, hashed) in followed.items():
+        if (at, hashed) in checked:
+            continue
+        problem = binding_problem(store, name, at, hashed)
+        if problem is not None:
+            raise ReadModelsDiverged(problem, projection=name, position=at)
+        checked.add((at, hashed))
+    return {name: at for name, (at, _) in followed.items()}
 
 
 class PositionMoved(Exception):
@@ -107,6 +133,7 @@ class Runner:
         self._head = 0
         self._positions: dict[str, int] = {}
         self._worksets: dict[str, Workset] = {}
+        self._hashes: dict[int, bytes | None] = {}  # chain hashes of events read, by position
         self._seen = 0
         self._pending = 0
         self._last_request: object = None
@@ -165,13 +192,19 @@ class Runner:
         """Apply what was recorded up to the ledger's head as it is now (pages of events,
         batches ending at command ends); True when there was nothing left to apply."""
         head = self._head = self.head()
+        if head < self._seen:
+            raise ReadModelsDiverged(
+                f"the ledger ends at {head}, behind the read models at {self._seen}: it was "
+                "truncated or restored from an older copy; rebuild the read models "
+                "(projections rebuild)", position=self._seen)
         if head <= self._seen:
             if self._pending:  # what a subscription delivered ends at the head
                 self._commit()
             return True
         large = self.pause_gc and head - self._seen >= PAUSE_GC_FROM
         with _collector_paused() if large else nullcontext():
-            for page in reading.pages(self.store, self._seen, head, self.page_size):
+            for page in reading.pages(self.store, self._seen, head, self.page_size,
+                                      self._hashes):
                 if self._stop.is_set():
                     break
                 self._process(page, at_head=page[-1][0] == head)
@@ -227,7 +260,7 @@ class Runner:
                     self.catch_up(stop)
                     continue
                 self._head = self.head()
-                self._process(reading.decode(self.store, chunk),
+                self._process(reading.decode(self.store, chunk, self._hashes),
                               at_head=self._head == chunk[-1].id)
         finally:
             if feed is not None:
@@ -286,7 +319,7 @@ class Runner:
         moved = [p.name for p in self.projections if self._seen > self._positions[p.name]]
         batch = Batch(self._seen, max(self._head, self._seen),
                       [(name, self._positions[name], self._worksets[name].take())
-                       for name in moved])
+                       for name in moved], self._chain_hash(self._seen) if moved else None)
         for name in moved:
             self._positions[name] = self._seen
         self._pending = 0
@@ -305,10 +338,21 @@ class Runner:
         with self.engine.begin() as conn:
             relax_durability(conn)
             for name, since, changes in batch.changes:
-                if not tracking.advance(conn, name, since, batch.position):
+                if not tracking.advance(conn, name, since, batch.position, batch.chain_hash):
                     raise PositionMoved(name)
                 written += changes.write(conn)
         return written
+
+    def _chain_hash(self, position: int) -> bytes | None:
+        """The ledger's chain hash at ``position`` (``None`` where it keeps none): as read
+        with the events (those up to it are then forgotten), else asked for."""
+        if position in self._hashes:
+            found = self._hashes[position]
+            for seen in [p for p in self._hashes if p <= position]:
+                del self._hashes[seen]
+            return found
+        stored = self.store.recorder.select_notifications(position, 1)
+        return chain_hash(stored[0]) if stored and stored[0].id == position else None
 
     def _drain(self) -> None:
         """Wait for the batch in flight; if it failed, start again from the database."""
@@ -345,8 +389,7 @@ class Runner:
         if self._writing is not None:  # a batch in flight ends before the database is read
             wait([self._writing[1]])
             self._writing = None
-        with self.engine.connect() as conn:
-            self._positions = {p.name: tracking.position(conn, p.name) for p in self.projections}
+        self._positions = bound_positions(self.store, self.engine, self.projections)
         self._worksets = {
             p.name: Workset(p.name, p.groups, complete=self._positions[p.name] == 0)
             for p in self.projections

@@ -24,16 +24,18 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    inspect,
     select,
     text,
     union_all,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.pool import StaticPool
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql import literal, null
 
-from allocation_ledger.config import SESSION_ATTRS_KEY, parse_url
+from allocation_ledger.config import SCHEMA_NAME, SESSION_ATTRS_KEY, parse_url
+from allocation_ledger.domain.errors import InvalidRequest, StoreNotFound
 from projections import tables
 
 URL_ENV_VAR = "PROJECTIONS_URL"
@@ -41,8 +43,10 @@ URL_ENV_VAR = "PROJECTIONS_URL"
 SQLITE_TIMEOUT = 30
 
 
-def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
-    """An engine for the read models (tables created on first use).
+def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
+                create: bool = True) -> Engine:
+    """An engine for the read models (tables created on first use; with ``create`` false,
+    readers, :class:`StoreNotFound` when they were never built, and nothing is created).
 
     ``url`` (else ``$PROJECTIONS_URL``) names their store; without one they share the
     ledger's, whose ``eventsourcing`` settings ``store_env`` holds (``EventStore.env``).
@@ -58,7 +62,16 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None) -> Engine:
         engine = _sqlite_engine(f"sqlite+pysqlite:///{env.get('SQLITE_DBNAME')}", {})
     else:
         engine = _sqlite_engine("sqlite+pysqlite://", {"poolclass": StaticPool})
-    create_tables(engine, schema)
+    try:
+        if create:
+            create_tables(engine, schema)
+        elif not inspect(engine).has_table(tables.tracking.name, schema):
+            where = parse_url(url).redacted_url if url else "the ledger's store"
+            raise StoreNotFound(where, "they were never built there (run projections "
+                                "rebuild)", what="read models")
+    except BaseException:
+        engine.dispose()
+        raise
     return engine
 
 
@@ -78,10 +91,19 @@ def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
         pool_size=int(env.get("POSTGRES_POOL_SIZE") or 2),
         max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
         pool_pre_ping=True,
-        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema.
-        connect_args={"options": f"-c search_path={schema}", **hosts},
+        # Unqualified names everywhere (tables, the view) resolve in the ledger's schema. The
+        # name is a checked identifier (``config.SCHEMA_NAME``), and quoted here as well.
+        connect_args={"options": f'-c search_path="{_identifier(schema)}"', **hosts},
     )
     return engine
+
+
+def _identifier(schema: str) -> str:
+    """A schema name checked once more where it meets SQL (the URL parser already refused
+    anything else), so no caller can hand this module SQL in a name."""
+    if not SCHEMA_NAME.fullmatch(schema):
+        raise InvalidRequest(f"bad schema name {schema!r}", schema=schema)
+    return schema
 
 
 def _sqlite_engine(url: str, options: dict[str, Any]) -> Engine:
@@ -111,13 +133,16 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
     """Create the read models' tables and view if they are missing.
 
     Several processes may open the same store at once: the DDL says ``IF NOT EXISTS`` and
-    runs under a lock (PostgreSQL's advisory lock, SQLite's write lock).
+    runs under a lock (PostgreSQL's advisory lock, SQLite's write lock). Where every table
+    is there nothing is run, so a read-only role (an auditor) opens them.
     """
+    if _complete(engine, schema):
+        return
     with engine.connect().execution_options(immediate=True) as conn, conn.begin():
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
             if schema:
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+                conn.execute(CreateSchema(_identifier(schema), if_not_exists=True))
         for table in tables.metadata.sorted_tables:
             conn.execute(CreateTable(table, if_not_exists=True))
             for index in sorted(table.indexes, key=lambda i: str(i.name)):
@@ -128,6 +153,23 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
         verb = "CREATE OR REPLACE VIEW" if engine.dialect.name == "postgresql" else (
             "CREATE VIEW IF NOT EXISTS")
         conn.execute(text(f"{verb} {tables.DEVICE_ASSIGNMENTS} AS {body}"))
+        if "chain_hash" not in {c["name"] for c in inspect(conn).get_columns("proj_tracking")}:
+            # read models from before the ledger's hash chain: bound from their next batch
+            conn.execute(text("ALTER TABLE proj_tracking ADD COLUMN chain_hash "
+                              f"{'bytea' if engine.dialect.name == 'postgresql' else 'BLOB'}"))
+
+
+def _complete(engine: Engine, schema: str | None) -> bool:
+    """True when every table and the view exist, with the tracking table's chain column."""
+    with engine.connect() as conn:
+        found = inspect(conn)
+        names = set(found.get_table_names(schema=schema))
+        if not set(tables.metadata.tables) <= names:
+            return False
+        if tables.DEVICE_ASSIGNMENTS not in found.get_view_names(schema=schema):
+            return False
+        return "chain_hash" in {c["name"] for c in found.get_columns("proj_tracking",
+                                                                     schema=schema)}
 
 
 def _device_assignments() -> Any:

@@ -31,6 +31,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -66,6 +67,8 @@ tracking = Table(
     Column("projection", String, primary_key=True),
     Column("application_name", String, nullable=False),
     Column("notification_id", BigInteger, nullable=False),
+    # the ledger's chain hash at that position: the history the rows were built from
+    Column("chain_hash", LargeBinary, nullable=True),
 )
 
 streams = Table(

@@ -39,8 +39,10 @@ def position(conn: Connection, projection: str) -> int:
     return int(found or 0)
 
 
-def advance(conn: Connection, projection: str, old: int, new: int) -> bool:
-    """Move the position from ``old`` to ``new``; ``False`` if it is no longer ``old``.
+def advance(conn: Connection, projection: str, old: int, new: int,
+            chain_hash: bytes | None = None) -> bool:
+    """Move the position from ``old`` to ``new`` (where the ledger's chain hash is
+    ``chain_hash``); ``False`` if it is no longer ``old``.
 
     Run it first in the batch's transaction: the update also takes the row's lock
     (PostgreSQL) or the database's write lock (SQLite), so a racing runner waits, then sees
@@ -49,15 +51,23 @@ def advance(conn: Connection, projection: str, old: int, new: int) -> bool:
     result = conn.execute(
         update(tables.tracking)
         .where(_t.projection == projection, _t.notification_id == old)
-        .values(notification_id=new)
+        .values(notification_id=new, chain_hash=chain_hash)
     )
     return result.rowcount == 1
+
+
+def followed(conn: Connection, projection: str) -> tuple[int, bytes | None]:
+    """The stored position of ``projection`` and the chain hash recorded with it."""
+    found = conn.execute(select(_t.notification_id, _t.chain_hash)
+                         .where(_t.projection == projection)).one_or_none()
+    return (int(found[0]), found[1]) if found else (0, None)
 
 
 def reset(conn: Connection, projection: str) -> None:
     """Set the position back to 0 (the caller deletes the rows in the same transaction)."""
     conn.execute(
-        update(tables.tracking).where(_t.projection == projection).values(notification_id=0)
+        update(tables.tracking).where(_t.projection == projection)
+        .values(notification_id=0, chain_hash=None)
     )
 
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from allocation_ledger import Ledger
+from allocation_ledger.adapters import chain
+from allocation_ledger.audit.chain import ChainCheck
+from allocation_ledger.audit.integrity import chained
+from allocation_ledger.audit.reading import notifications
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
@@ -93,6 +97,12 @@ def _device_problems(p: Provider, device_usage: Tally, holders: Holders) -> list
 
 
 def assert_invariants(ledger: Ledger) -> None:
-    """Fail with every broken invariant listed."""
+    """Fail with every broken invariant listed; the hash chain must be whole too (racing
+    appends link in ledger order)."""
     problems = violations(ledger)
     assert not problems, "\n".join(problems)
+    if chained(ledger.store):
+        links = ChainCheck(chain.GENESIS, getattr(ledger.store.recorder, "chain_key", None))
+        for notification in notifications(ledger.store):
+            links.observe(notification)
+        assert not links.findings, "\n".join(x.line() for x in links.findings)

@@ -42,8 +42,8 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert set(results) == {"meta", "stores", "targets"}
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
-    for result in results["stores"].values():
-        assert set(result) == {"single", "command_ids", "writers", "moves", "batches",
+    for kind, result in results["stores"].items():
+        assert set(result) == {"single", "command_ids", "chain", "writers", "moves", "batches",
                                "history", "breakdown"}
         assert_figure(result["single"])
         ids = result["command_ids"]
@@ -51,6 +51,10 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
             ids["with_ids"]["rate"] / ids["without_ids"]["rate"], rel=0.01)
         assert min(ids[k]["count"] for k in ("with_ids", "without_ids", "plain",
                                              "unrecorded")) > 0
+        if kind == "memory":
+            assert result["chain"] is None  # the in-memory store keeps no chain
+        else:
+            assert_figure(result["chain"])  # chained claims beside the unchained twin
         assert set(result["writers"]) == {"1", "2"}
         for by_writers in result["writers"].values():
             assert_figure(by_writers["claims"])
@@ -74,6 +78,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert 1 <= cold["rows_read"] <= 210 < cold["host_stream_length"]
     names = {(t["store"], t["name"]) for t in results["targets"]}
     assert ("sqlite", "rows a fresh store reads for its first claim") in names
+    assert ("sqlite", "single claims with the chain vs without") in names
     assert all(isinstance(t["met"], bool) for t in results["targets"])
 
 

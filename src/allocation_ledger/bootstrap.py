@@ -2,27 +2,128 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from eventsourcing.persistence import PersistenceError
 
+from allocation_ledger.adapters import chain, deploy
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.commands import CONNECTION_ERRORS
+from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import SESSION_ATTRS_KEY, StoreConfig, parse_url
-from allocation_ledger.domain.errors import StoreUnavailable
+from allocation_ledger.domain.errors import StoreNotFound, StoreUnavailable, StoreUnusable
+
+#: What a store's drivers raise when it cannot be opened or reached: the boundary turns
+#: these into :class:`StoreUnavailable` (and the command line into one line, exit 1).
+STORE_FAILURES = (PersistenceError, psycopg.Error, sqlite3.Error, OSError)
 
 
-def open_store(url: str | None = None) -> tuple[EventStore, StoreConfig]:
-    """The event store a URL names (see :mod:`allocation_ledger.config`); schema created on
-    first use."""
+def is_store_failure(err: BaseException) -> bool:
+    """True for a driver's or SQLAlchemy's (the read side's) database error, or an OS error
+    (SQLAlchemy is not imported for this: only the read side loads it)."""
+    alchemy = sys.modules.get("sqlalchemy.exc")
+    return isinstance(err, STORE_FAILURES) or (
+        alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
+
+
+def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:
+    """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
+    created on first use (nothing is created where they exist), unless ``create`` is false
+    (reads: :class:`StoreNotFound` when there is no ledger there, and nothing is created).
+    :class:`StoreUnavailable` when it cannot be opened or reached; :class:`StoreUnusable`
+    for a corrupt SQLite file, a ledger not yet migrated to the hash chain, or a chain key
+    not the ledger's."""
     config = parse_url(url)
+    if not create:
+        _check_file(config)
+        config = StoreConfig(config.url, config.kind, {**config.env, "CREATE_TABLE": "n"})
     try:
         with _schema_lock(config):
-            return EventStore(env=config.env), config
-    except CONNECTION_ERRORS as err:  # a store out of reach is the caller's to retry
-        raise StoreUnavailable(None, f"{type(err).__name__}: {err}".strip()) from err
+            store = EventStore(env=config.env)
+    except sqlite3.DatabaseError as err:  # damaged past what quick_check could read
+        raise StoreUnusable(f"the SQLite file {config.env.get('SQLITE_DBNAME')} is "
+                            f"corrupt ({err}): restore it from a backup") from err
+    except STORE_FAILURES as err:
+        raise StoreUnavailable(config.redacted_url, one_line(err)) from err
+    if not create:
+        _check_tables(store, config)
+    return store, config
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (drivers' messages often span several)."""
+    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return text or type(err).__name__
+
+
+def _check_file(config: StoreConfig) -> None:
+    """A SQLite ledger to read must be an existing file (connecting would create it)."""
+    if config.kind != "sqlite":
+        return
+    path = config.env["SQLITE_DBNAME"]
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    if not os.path.exists(path):
+        raise StoreNotFound(config.redacted_url, f"{path} does not exist")
+    if not os.path.isfile(path):
+        raise StoreNotFound(config.redacted_url, f"{path} is not a file")
+
+
+def _check_tables(store: EventStore, config: StoreConfig) -> None:
+    """The ledger's tables must be there (they are not created for a read)."""
+    if config.kind == "memory":
+        return
+    try:
+        store.recorder.max_notification_id()
+    except STORE_FAILURES as err:
+        store.close()
+        if "no such table" in str(err) or "does not exist" in str(err):
+            raise StoreNotFound(config.redacted_url, "it has no ledger tables") from err
+        raise StoreUnavailable(config.redacted_url, one_line(err)) from err
+
+
+def init_store(url: str | None = None, *, app_role: str | None = None,
+               auditor_role: str | None = None) -> deploy.Initialised:
+    """The deploy step (``allocation-ledger db init``), run as the schema's owner: create
+    the schema (and the read models' tables), or migrate a ledger from before the hash
+    chain; replace the append functions; grant the roles named their rights."""
+    config = parse_url(url)
+    key = chain.key_from_environment()
+    if config.kind == "sqlite":
+        path = config.env["SQLITE_DBNAME"]
+        created = not os.path.exists(path)
+        migrated = None if created else deploy.migrate_sqlite(path, key)
+    elif config.kind == "postgresql":
+        created = deploy.state_of(config) == deploy.ABSENT
+        migrated = deploy.migrate_postgres(config, key)
+    else:
+        return deploy.Initialised(True, None)
+    store, _ = open_store(url)
+    try:
+        if isinstance(store.recorder, OneTripApplicationRecorder):
+            store.recorder.create_schema()
+        _create_read_models(store)
+    finally:
+        store.close()
+    granted: list[str] = []
+    if config.kind == "postgresql" and (app_role or auditor_role):
+        granted = deploy.grant(config, app_role, auditor_role)
+    return deploy.Initialised(created, migrated, tuple(granted))
+
+
+def _create_read_models(store: EventStore) -> None:
+    """The read models' tables beside the ledger, when the projections package is there."""
+    try:
+        where = importlib.import_module("projections.store")
+    except ImportError:
+        return
+    where.open_engine(store.env).dispose()
 
 
 @contextmanager
@@ -52,15 +153,17 @@ def _schema_lock(config: StoreConfig) -> Iterator[None]:
 
 
 def open_ledger(
-    url: str | None = None, *, read_side: bool = False, projections_url: str | None = None
+    url: str | None = None, *, read_side: bool = False, projections_url: str | None = None,
+    create: bool = True,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
 
     With ``read_side`` its projections are plugged in as ``ledger.reads`` (kept in the
-    ledger's own database, or in ``projections_url``).
+    ledger's own database, or in ``projections_url``). With ``create=False`` (readers) a
+    store without a ledger is :class:`StoreNotFound` and nothing is created.
     """
-    store, _ = open_store(url)
+    store, _ = open_store(url, create=create)
     ledger = Ledger(store)
     if read_side:
         from projections.readmodels import ReadModels

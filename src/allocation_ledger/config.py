@@ -16,6 +16,7 @@ default. Nothing here runs at import time.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -29,6 +30,11 @@ POSTGRES_PARAMETERS = frozenset({"schema", "pool_size", "max_overflow", "lock_ti
 #: the session attributes a multi-host URL asked for (libpq's ``target_session_attrs``)
 SESSION_ATTRS_KEY = "LEDGER_TARGET_SESSION_ATTRS"
 FAILOVER_FACTORY = "allocation_ledger.adapters.failover:FailoverPostgresFactory"
+#: A schema name is a plain SQL identifier; it is still quoted wherever it reaches SQL.
+SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+#: Integer parameters and their smallest allowed value.
+INTEGER_PARAMETERS = {"pool_size": 1, "max_overflow": 0, "lock_timeout": 0,
+                      "connect_timeout": 1}
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ def resolve_url(url: str | None = None) -> str:
 def parse_url(url: str | None = None) -> StoreConfig:
     """Turn a store URL into settings; :class:`InvalidRequest` for one we cannot use."""
     url = resolve_url(url)
+    if not isinstance(url, str) or not url.isprintable():
+        raise InvalidRequest(f"a store URL is printable text, got {url!r}", url=url)
     parts = urlsplit(url)
     scheme = parts.scheme.split("+")[0]
     common = {
@@ -94,6 +102,7 @@ def parse_url(url: str | None = None) -> StoreConfig:
         dbname = unquote(parts.path.lstrip("/"))
         if not dbname:
             raise InvalidRequest(f"no database name in {url!r}", url=url)
+        _check_parameters(query, url)
         hosts, ports = _hosts(url, parts.netloc.rpartition("@")[2])
         user, _, password = parts.netloc.rpartition("@")[0].partition(":")
         env = {
@@ -108,6 +117,8 @@ def parse_url(url: str | None = None) -> StoreConfig:
             "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "10"),
             "POSTGRES_LOCK_TIMEOUT": query.get("lock_timeout", "10"),
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
+            # the recorder creates the schema where there is none, and nothing otherwise
+            "CREATE_TABLE": "n",
             "APPLICATION_RECORDER_TOPIC":
                 "allocation_ledger.adapters.postgres:OneTripApplicationRecorder",
         }
@@ -130,8 +141,24 @@ def _hosts(url: str, hostlist: str) -> tuple[str, str]:
     hosts, ports = [], []
     for item in (hostlist or "127.0.0.1").split(","):
         host, _, port = item.partition(":")
-        if port and not port.isdigit():
-            raise InvalidRequest(f"bad port {port!r} in {url!r}", url=url)
+        if port and not (port.isascii() and port.isdecimal() and 1 <= int(port) <= 65535):
+            raise InvalidRequest(f"bad port in {url!r}: a number from 1 to 65535", url=url)
         hosts.append(unquote(host) or "127.0.0.1")
         ports.append(port or "5432")
     return ",".join(hosts), ",".join(ports)
+
+
+def _check_parameters(query: dict[str, str], url: str) -> None:
+    """Refuse a schema that is not a plain identifier (it must never carry SQL) and integer
+    parameters that are not integers in range."""
+    schema = query.get("schema")
+    if schema is not None and not SCHEMA_NAME.fullmatch(schema):
+        raise InvalidRequest(
+            f"bad schema name {schema!r} in {url!r}: letters, digits and _, not starting "
+            "with a digit, at most 63", url=url, schema=schema)
+    for name, least in INTEGER_PARAMETERS.items():
+        value = query.get(name)
+        number = value is not None and value.isascii() and value.isdecimal()
+        if value is not None and not (number and int(value) >= least):
+            raise InvalidRequest(f"bad {name} {value!r} in {url!r}: an integer of at least "
+                                 f"{least}", url=url, **{name: value})

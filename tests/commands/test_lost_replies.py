@@ -138,5 +138,5 @@ def test_an_unknown_outcome_is_found_by_looking_the_command_up(
 
 
 def test_opening_a_store_out_of_reach_is_a_ledger_error() -> None:
-    with pytest.raises(StoreUnavailable, match="retry"):
+    with pytest.raises(StoreUnavailable, match="cannot use the store"):
         open_ledger("postgresql://postgres@127.0.0.1:5449/ledger?connect_timeout=1")

@@ -138,7 +138,7 @@ def test_each_store_keeps_its_own_lock_timeout(pg_url: str) -> None:
     """The append function is shared by every process that opens the store: each passes
     its own lock timeout (a later opener with another one changes nothing for the first)."""
     with open_ledger(pg_url + "&lock_timeout=1") as impatient, \
-            open_ledger(pg_url + "&lock_timeout=30"):  # opened later: the function replaced
+            open_ledger(pg_url + "&lock_timeout=30"):  # opened later, with its own
         recorder = _recorder(impatient)
         table = f'"{recorder.datastore.schema}"."{recorder.events_table_name}"'
         append_once = OneTripApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
@@ -157,5 +157,6 @@ def test_an_append_with_states_not_matching_its_events_is_refused_whole(ledger: 
     three_events = ([uuid4(), uuid4(), uuid4()], [1, 1, 1], ["t:T"] * 3)
     with recorder.datastore.get_connection() as conn, \
             pytest.raises(psycopg.Error, match="2 states for 3 events"):
-        conn.execute(recorder._append_json, (*three_events, '[{"a":1},{"b":2}]', "5s"))
+        conn.execute(recorder._append_json,
+                     (*three_events, '[{"a":1},{"b":2}]', "5s", None, None))
     assert recorder.max_notification_id() == head

@@ -15,6 +15,7 @@ from allocation_ledger.domain.errors import (
     LedgerError,
     ProviderExists,
     ProviderGenerationConflict,
+    ProviderHasChildren,
     ProviderInUse,
     ProviderNotFound,
 )
@@ -244,15 +245,33 @@ def test_a_provider_with_children_cannot_be_deleted(ledger: Ledger) -> None:
     child = a_host(ledger, parent=root)
     assert ledger.provider(root).children == (child,)
     before = snapshot(ledger)
-    with pytest.raises(ProviderInUse) as caught:
+    with pytest.raises(ProviderHasChildren) as caught:
         ledger.delete_provider(root, ledger.provider(root).generation)
-    assert caught.value.fields == {"provider_uuid": root, "reason": f"it has children {child}"}
+    assert isinstance(caught.value, ProviderInUse)
+    assert caught.value.fields == {"provider_uuid": root, "reason": f"it has children {child}",
+                                   "children": [child]}
     assert snapshot(ledger) == before
     root_generation = ledger.provider(root).generation
     ledger.delete_provider(child, ledger.provider(child).generation)
     assert ledger.provider(root).children == ()
     assert ledger.provider(root).generation == root_generation + 1
     ledger.delete_provider(root, root_generation + 1)
+
+
+def test_a_rename_checks_the_generation_and_keeps_the_rest(ledger: Ledger) -> None:
+    """A rename is one event: the generation advances, inventory and tree stay."""
+    host = a_host(ledger)
+    before = ledger.provider(host)
+    with pytest.raises(ProviderGenerationConflict):
+        ledger.rename_provider(host, "renamed", before.generation - 1)
+    with pytest.raises(InvalidRequest):
+        ledger.rename_provider(host, before.name, before.generation)
+    with pytest.raises(InvalidRequest):
+        ledger.rename_provider(host, "", before.generation)
+    assert ledger.provider(host) == before
+    after = ledger.rename_provider(host, "renamed", before.generation)
+    assert (after.name, after.generation) == ("renamed", before.generation + 1)
+    assert (after.inventories, after.root_uuid) == (before.inventories, before.root_uuid)
 
 
 def test_delete_checks_the_provider_generation(ledger: Ledger) -> None:

@@ -40,7 +40,17 @@ def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str
     ("postgresql://u@h/", "no database name"),
     ("postgresql://u@h/db?schem=x", "unknown parameters schem"),
     ("sqlite:///ledger.db?mode=ro", "take no parameters"),
-    ("postgresql://u@h:54x/db", "bad port"),
+    ('postgresql://u@h/db?schema=x";COMMIT;CREATE/**/TABLE/**/public.pwned(i/**/int);--',
+     "bad schema name"),
+    ("postgresql://u@h/db?schema=1abc", "bad schema name"),
+    ("postgresql://u@h/db?schema=" + "a" * 64, "bad schema name"),
+    ("postgresql://u@h/db?schema=a%00b", "bad schema name"),
+    ("postgresql://u@h:99999/db", "bad port"),
+    ("postgresql://u@h:port/db", "bad port"),
+    ("postgresql://u@h/db?pool_size=abc", "bad pool_size 'abc'"),
+    ("postgresql://u@h/db?pool_size=0", "bad pool_size '0'"),
+    ("postgresql://u@h/db?lock_timeout=-1", "bad lock_timeout"),
+    ("sqlite:///ledger\x00.db", "printable text"),
 ])
 def test_bad_urls_are_refused_with_the_reason(url: str, says: str) -> None:
     with pytest.raises(InvalidRequest, match=says):

@@ -28,6 +28,7 @@ EVENTS = {
     Provider.ChildDetached: BASE | {"child_uuid"},
     Provider.AllocationsChanged: BASE | {"consumers", "usages", "holds"},
     Provider.DevicesSet: BASE | {"resource_class", "device_ids", "inventory"},
+    Provider.Renamed: BASE | {"name"},
     Provider.Deleted: BASE,
     Consumer.Created: CREATED | {"consumer_uuid", "project_id", "user_id", "consumer_type",
                                  "allocations", "devices"},

@@ -54,6 +54,10 @@ class EventStore(Application[UUID]):
         super().__init__(env=dict(env))
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)
+            # the schema is created where there is none, and only then (the library's
+            # create-on-open is off for PostgreSQL: a role without DDL rights opens it)
+            if self.recorder.prepare() and self.snapshots is not None:
+                self.snapshots.recorder.create_table()  # type: ignore[attr-defined]
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's

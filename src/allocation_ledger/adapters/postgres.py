@@ -31,6 +31,7 @@ from eventsourcing.persistence import (
     InterfaceError,
     Notification,
     OperationalError,
+    ProgrammingError,
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -38,59 +39,107 @@ from eventsourcing.utils import retry
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
+from allocation_ledger.adapters import chain
+from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.adapters.pgschema import (
+    ABSENT,
+    UNCHAINED,
+    Names,
+    append_functions,
+    read_key,
+    record_key,
+    schema_state,
+)
+from allocation_ledger.domain.errors import StoreUnusable
+
 
 class OneTripApplicationRecorder(PostgresApplicationRecorder):
-    """A ``PostgresApplicationRecorder`` whose append is one statement."""
+    """A ``PostgresApplicationRecorder`` whose append is one statement and extends the
+    hash chain."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.names = Names(self.datastore.schema, self.events_table_name)
         schema, table = Identifier(self.datastore.schema), Identifier(self.events_table_name)
-        function = Identifier(f"{self.events_table_name}_append")
-        body = SQL(
-            "BEGIN "
-            "PERFORM set_config('lock_timeout', lock_timeout, true); "
-            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-            "NOTIFY {channel}; "
-            "{check}"
-            "RETURN QUERY INSERT INTO {schema}.{table} "
-            "(originator_id, originator_version, topic, state) {rows} "
-            "RETURNING notification_id; "
-            "END"
-        )
-        for states, check, rows in (
-            ("bytea[]", "", "SELECT * FROM unnest(ids, versions, topics, states)"),
-            ("json",
-             "IF json_array_length(states) <> cardinality(ids) THEN "
-             "RAISE EXCEPTION 'append: % states for % events', "
-             "json_array_length(states), cardinality(ids); END IF; ",
-             "SELECT i.id, i.version, i.topic, convert_to(s.state::text, 'UTF8') "
-             "FROM unnest(ids, versions, topics) WITH ORDINALITY "
-             "AS i(id, version, topic, n) "
-             "JOIN json_array_elements(states) WITH ORDINALITY AS s(state, n) "
-             "USING (n) ORDER BY n"),
-        ):
-            self.sql_create_statements.append(SQL(
-                "CREATE OR REPLACE FUNCTION {schema}.{function}("
-                "ids uuid[], versions bigint[], topics text[], states {states}, "
-                "lock_timeout text) "
-                "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ {body} $BODY$"
-            ).format(schema=schema, function=function, states=SQL(states), body=body.format(
-                schema=schema, table=table, channel=Identifier(self.channel_name),
-                check=SQL(check), rows=SQL(rows))))
+        self.sql_create_statements[self.create_table_statement_index] = Composed([SQL(
+            self.sql_create_statements[self.create_table_statement_index].as_string()
+            .replace("state bytea, ", "state bytea, chain_hash bytea, "))])
+        self.sql_create_statements.append(SQL(
+            "CREATE TABLE IF NOT EXISTS {0}.{1} (keyed boolean NOT NULL, key_check bytea, "
+            "migrated_at timestamptz, migrated_up_to bigint)"
+        ).format(schema, Identifier(self.names.chain_table)))
+        self.sql_create_statements += append_functions(self.names, self.channel_name)
+        self.chain_key = chain.key_from_environment()
+        self._pads = self.chain_key.pads() if self.chain_key else (None, None)
         # this store's own lock timeout, passed on every call (the function is shared by
         # every process that opens the store)
         self._lock_timeout = f"{self.datastore.lock_timeout}s"
-        call = "SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2}, %s)"
+        call = ("SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2}, %s, "
+                "%s::bytea, %s::bytea)")
+        function = Identifier(self.names.function)
         self._append = SQL(call).format(schema, function, SQL("bytea[]"))
         self._append_json = SQL(call).format(schema, function, SQL("json"))
         #: the store's states are JSON (no cipher, no compression: set by the event store)
         self.states_are_json = False
         self._select = SQL(
-            "SELECT notification_id, originator_id, originator_version, topic, state "
-            "FROM {0}.{1}"
+            "SELECT notification_id, originator_id, originator_version, topic, state, "
+            "chain_hash FROM {0}.{1}"
         ).format(schema, table)
         self._select_streams = self._select + SQL(
             " WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, originator_version")
+
+    def create_table(self) -> None:
+        """Nothing: :meth:`prepare` decides whether anything is to be created."""
+
+    def create_schema(self) -> None:
+        """Create what is missing and replace the append functions (the owner's deploy
+        step, ``allocation-ledger db init``)."""
+        super().create_table()
+
+    def prepare(self) -> bool:
+        """Create the schema where there is none (True), else create nothing, so a role
+        without DDL rights opens it; refuse an unmigrated ledger or a wrong chain key."""
+        with self.datastore.transaction(commit=False) as curs:
+            state = schema_state(curs, self.names)
+        if state == UNCHAINED:
+            raise StoreUnusable(
+                f"the ledger in schema {self.names.schema} has no hash chain yet: run "
+                "`allocation-ledger db init` (as the schema's owner) to migrate it",
+                schema=self.names.schema)
+        if state == ABSENT:
+            try:
+                self.create_schema()
+            except ProgrammingError as err:  # a role without CREATE on the schema
+                raise StoreUnusable(
+                    f"there is no ledger in schema {self.names.schema} and this role cannot "
+                    f"create one ({err}): run `allocation-ledger db init` as the schema's "
+                    "owner", schema=self.names.schema) from err
+        with self.datastore.transaction(commit=state == ABSENT) as curs:
+            if state == ABSENT:
+                record_key(curs, self.names, self.chain_key)
+            keyed, check = read_key(curs, self.names)
+        chain.check_key(keyed, check, self.chain_key, f"schema {self.names.schema}")
+        return state == ABSENT
+
+    def chain_facts(self) -> tuple[bool, str | None, int | None]:
+        """Whether the chain is keyed; when and up to where a migration computed it."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT keyed, migrated_at, migrated_up_to FROM {0}").format(
+                self.names.qualified(self.names.chain_table)))
+            row = curs.fetchone()
+        if row is None:
+            return False, None, None
+        at = row["migrated_at"]
+        return bool(row["keyed"]), at.isoformat() if at else None, row["migrated_up_to"]
+
+    def chain_hash_before(self, position: int) -> bytes | None:
+        """The chain hash of the last event before ``position``."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT chain_hash FROM {0} WHERE notification_id < %s "
+                             "ORDER BY notification_id DESC LIMIT 1").format(
+                self.names.qualified(self.names.events)), (position,))
+            row = curs.fetchone()
+        return bytes(row["chain_hash"]) if row and row["chain_hash"] is not None else None
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
@@ -112,6 +161,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             [e.topic for e in stored_events],
             passed,
             self._lock_timeout,
+            *self._pads,
         )
         # the datastore turns psycopg's errors into the library's (IntegrityError...)
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as c:
@@ -152,7 +202,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             binary=True, row_factory=tuple_row
         ) as curs:
             curs.execute(statement, params, prepare=True)
-            return [_notification(row) for row in curs.fetchall()]
+            return [notification(*row) for row in curs.fetchall()]
 
 
     def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
@@ -164,16 +214,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             binary=True, row_factory=tuple_row
         ) as curs:
             curs.execute(self._select_streams, (list(streams),), prepare=True)
-            for _, stream, version, topic, state in curs.fetchall():
+            for _, stream, version, topic, state, _ in curs.fetchall():
                 found[stream].append(StoredEvent(stream, version, topic, state))
         return found
 
-
-def _notification(row: tuple[int, Any, int, str, bytes]) -> Notification:
-    """``Notification(id=..., ...)`` without the frozen dataclass's per-field
-    ``object.__setattr__`` (a third of the cost of reading a row)."""
-    notification = object.__new__(Notification)
-    object.__setattr__(notification, "__dict__", {
-        "originator_id": row[1], "originator_version": row[2], "topic": row[3],
-        "state": row[4], "id": row[0]})
-    return notification

@@ -10,19 +10,36 @@ the next one starts the moment the last one commits. The lock only orders append
 append may write is still decided by the store's unique (stream, version) key. Threads of
 one process queue on it too. Where ``fcntl`` does not exist (Windows) or the database is in
 memory, appends run as in the library.
+
+Each append also extends the hash chain (``adapters/chain.py``) inside its transaction: it
+reads the newest row's position and chain hash and inserts its events at the positions that
+follow (what SQLite would have given them), each with its link, having taken SQLite's write
+lock first (a no-op write), so no other writer can slip in between. Opening a file store
+runs ``PRAGMA quick_check`` and refuses a corrupt file (``StoreUnusable``), and one whose
+events table predates the chain (``allocation-ledger db init`` migrates it).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-from eventsourcing.sqlite import SQLITE3_DEFAULT_LOCK_TIMEOUT, SQLiteApplicationRecorder
+from eventsourcing.persistence import Notification, StoredEvent
+from eventsourcing.sqlite import (
+    SQLITE3_DEFAULT_LOCK_TIMEOUT,
+    SQLiteApplicationRecorder,
+    SQLiteCursor,
+)
+
+from allocation_ledger.adapters import chain
+from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.domain.errors import StoreUnusable
 
 try:
     import fcntl
@@ -41,6 +58,110 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         pool = self.datastore.pool
         self.lock_path = None if pool.is_sqlite_memory_mode or fcntl is None else (
             os.path.realpath(pool.db_name) + LOCK_SUFFIX)
+        self.where = "memory" if pool.is_sqlite_memory_mode else pool.db_name
+        self.chain_key = chain.key_from_environment()
+        self.chain_table = f"{self.events_table_name}_chain"
+        table = self.events_table_name
+        self._lock = f"UPDATE {self.chain_table} SET keyed = keyed WHERE 0"
+        self._head = f"SELECT rowid, chain_hash FROM {table} ORDER BY rowid DESC LIMIT 1"
+        self._insert = (f"INSERT INTO {table} (rowid, originator_id, originator_version, "
+                        "topic, state, chain_hash) VALUES (?, ?, ?, ?, ?, ?)")
+        self._select = (f"SELECT rowid, originator_id, originator_version, topic, state, "
+                        f"chain_hash FROM {table} WHERE rowid >= ? AND rowid <= ? ")
+
+    def construct_create_table_statements(self) -> list[str]:
+        """The library's events table with a ``chain_hash`` column, and the chain's facts."""
+        [events] = super().construct_create_table_statements()
+        return [events.replace("state BLOB, ", "state BLOB, chain_hash BLOB, "),
+                f"CREATE TABLE IF NOT EXISTS {self.events_table_name}_chain ("
+                "keyed INTEGER NOT NULL, key_check BLOB, migrated_at TEXT, "
+                "migrated_up_to INTEGER)"]
+
+    def create_table(self) -> None:
+        """Check the file, create what is missing, refuse an unmigrated ledger or a wrong
+        key."""
+        with self.datastore.transaction(commit=True) as c:
+            if self.lock_path is not None:
+                quick_check(c, self.where)
+            if _columns(c, self.events_table_name) and not self.chained(c):
+                raise StoreUnusable(
+                    f"the ledger at {self.where} has no hash chain yet: run "
+                    "`allocation-ledger db init` to migrate it", store=self.where)
+            self._create_table(c)
+            c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
+            found = c.fetchone()
+            if found is None:
+                key = self.chain_key
+                c.execute(f"INSERT INTO {self.chain_table} (keyed, key_check) VALUES (?, ?)",
+                          (key is not None, key.check() if key else None))
+            else:
+                chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+
+    def chain_facts(self) -> tuple[bool, str | None, int | None]:
+        """Whether the chain is keyed; when and up to where a migration computed it."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT keyed, migrated_at, migrated_up_to FROM {self.chain_table}")
+            row = c.fetchone()
+        return (bool(row[0]), row[1], row[2]) if row else (False, None, None)
+
+    def chain_hash_before(self, position: int) -> bytes | None:
+        """The chain hash of the last event before ``position``."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT chain_hash FROM {self.events_table_name} WHERE rowid < ? "
+                      "ORDER BY rowid DESC LIMIT 1", (position,))
+            row = c.fetchone()
+        return row[0] if row else None
+
+    def integrity_problems(self) -> list[str]:
+        """SQLite's full integrity check: what it found wrong (nothing: ``[]``)."""
+        with self.datastore.transaction(commit=False) as c:
+            try:
+                c.execute("PRAGMA integrity_check")
+                found = [row[0] for row in c.fetchall()]
+            except sqlite3.DatabaseError as err:
+                found = [str(err)]
+        return [] if found == ["ok"] else found
+
+    def chained(self, c: SQLiteCursor) -> bool:
+        """True when the events table has its chain (and the chain's facts table)."""
+        return ("chain_hash" in _columns(c, self.events_table_name)
+                and bool(_columns(c, self.chain_table)))
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
+                       **_: Any) -> Sequence[int] | None:
+        """Insert the events at the positions after the newest, each with its link."""
+        # Take the write lock before reading the head: a read first would pin a snapshot
+        # that another writer to the file (the read models) can make stale, and SQLite then
+        # refuses the upgrade at once ("database is locked") instead of waiting its turn.
+        c.execute(self._lock)
+        c.execute(self._head)
+        head = c.fetchone()
+        position, previous = (head[0], head[1] or chain.GENESIS) if head else (0, chain.GENESIS)
+        first, rows, key = position + 1, [], self.chain_key
+        for event in stored_events:
+            position += 1
+            previous = chain.link(previous, position, event.originator_id,
+                                  event.originator_version, event.topic, event.state, key)
+            stream = event.originator_id
+            rows.append((position, stream.hex if isinstance(stream, UUID) else stream,
+                         event.originator_version, event.topic, event.state, previous))
+        c.executemany(self._insert, rows)
+        return list(range(first, position + 1))
+
+    def select_notifications(
+        self, start: int | None, limit: int, stop: int | None = None,
+        topics: Sequence[str] = (), *, inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """The library's notifications, each with its ``chain_hash``."""
+        if topics:
+            return super().select_notifications(start, limit, stop, topics,
+                                                inclusive_of_start=inclusive_of_start)
+        low = (start or 1) if inclusive_of_start else (start or 0) + 1
+        high = stop if stop is not None else 2 ** 63 - 1
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(self._select + "ORDER BY rowid LIMIT ?", (low, high, limit))
+            return [notification(row[0], UUID(row[1]), row[2], row[3], row[4], row[5])
+                    for row in c.fetchall()]
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -66,6 +187,25 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             yield
         finally:
             os.close(fd)
+
+
+def quick_check(c: SQLiteCursor, where: str) -> None:
+    """Refuse a damaged file: SQLite's quick check (every page and record read once)."""
+    try:
+        c.execute("PRAGMA quick_check")
+        problems = [row[0] for row in c.fetchall()]
+    except sqlite3.DatabaseError as err:
+        problems = [str(err)]
+    if problems != ["ok"]:
+        raise StoreUnusable(
+            f"the SQLite file {where} is corrupt ({problems[0]}"
+            f"{f' and {len(problems) - 1} more problems' if len(problems) > 1 else ''}): "
+            "restore it from a backup", store=where, problems=len(problems))
+
+
+def _columns(c: SQLiteCursor, table: str) -> list[str]:
+    c.execute(f"PRAGMA table_info({table})")
+    return [row[1] for row in c.fetchall()]
 
 
 def _lock(fd: int, deadline: float) -> bool:

@@ -13,7 +13,7 @@ events, so the store's unique (stream, version) key admits one command per id. T
   have been sent before a connection failed, is checked against the record first, so the
   caller's own earlier success is never reported as a conflict;
 - a lost connection is retried a few times (safe: the record makes the retry idempotent);
-  if the store stays out of reach the caller gets :class:`StoreUnavailable` (not applied) or
+  if the store stays out of reach the caller gets :class:`StoreLost` (not applied) or
   :class:`OutcomeUnknown` (an append was under way), both telling it to retry with the same id.
 """
 
@@ -42,7 +42,7 @@ from allocation_ledger.domain.errors import (
     MigrationNotFound,
     OutcomeUnknown,
     ProviderNotFound,
-    StoreUnavailable,
+    StoreLost,
 )
 from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
@@ -220,15 +220,15 @@ def execute(store: EventStore, it: Intent, attempt: Callable[[], T],
     reason = f"{type(lost).__name__}: {lost}".strip()
     if it.sent:
         raise OutcomeUnknown(it.command_id, reason) from lost
-    raise StoreUnavailable(it.command_id, reason) from lost
+    raise StoreLost(it.command_id, reason) from lost
 
 
 def guarded_read(read: Callable[[], T]) -> T:
-    """A read of the ledger, a lost connection turned into :class:`StoreUnavailable`."""
+    """A read of the ledger, a lost connection turned into :class:`StoreLost`."""
     try:
         return read()
     except CONNECTION_ERRORS as err:
-        raise StoreUnavailable(None, f"{type(err).__name__}: {err}") from err
+        raise StoreLost(None, f"{type(err).__name__}: {err}") from err
 
 
 def streams_of(aggregates: Iterable[Any]) -> dict[str, int]:

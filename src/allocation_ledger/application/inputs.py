@@ -1,8 +1,13 @@
 """Command inputs, validated at the boundary with pydantic before anything is written.
 
 Ids are UUIDs (returned in canonical lower-case form), resource classes are standard or
-``CUSTOM_*`` names, amounts and generations are strict integers. A bad input raises
-:class:`~allocation_ledger.domain.errors.InvalidRequest` listing every problem found.
+``CUSTOM_*`` names (the whole string: no trailing newline), amounts and generations are
+strict integers (no ``bool``, no ``"1"``), and every piece of text the ledger stores (names,
+project and user ids, device ids, request fields, consumer types) is a ``str`` of bounded
+length with no control character (so no NUL, which PostgreSQL text cannot hold) and no lone
+surrogate (which UTF-8 cannot encode). A bad input raises
+:class:`~allocation_ledger.domain.errors.InvalidRequest` listing every problem found, by
+field and value.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from uuid import UUID, uuid4
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -26,6 +32,14 @@ from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.values import MAX_INT, RequestMeta, is_valid_resource_class
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: C0 and C1 control characters (NUL among them): never in text the ledger stores.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Free text (a request's reason) may span lines and hold tabs; nothing else.
+_CONTROL_IN_FREE_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: The most device ids one ``set_devices`` call may declare (the event holds them all).
+MAX_DEVICE_IDS = 100_000
+#: The largest generation or stream version any store can hold (a signed 64-bit integer).
+MAX_VERSION = 2**63 - 1
 
 
 def _uuid(value: object) -> str:
@@ -41,6 +55,28 @@ def _uuid(value: object) -> str:
         raise ValueError(f"malformed UUID {value!r}") from None
 
 
+def _refuse_control(pattern: re.Pattern[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        found = pattern.search(value)
+        if found:
+            raise ValueError(f"control character U+{ord(found.group()):04X} at index "
+                             f"{found.start()} of {value[:80]!r}: the ledger stores no "
+                             "control characters")
+        return value
+
+    return AfterValidator(check)
+
+
+#: The one rule for text the ledger stores: a ``str`` (strictly: no bytes, no numbers), of
+#: bounded length, with no control character and no lone surrogate (pydantic's own string
+#: check refuses those). Free text (a request's reason) may hold newlines and tabs.
+NoControl = _refuse_control(_CONTROL)
+NoControlFreeText = _refuse_control(_CONTROL_IN_FREE_TEXT)
+Name = Annotated[str, Strict(), Field(min_length=1, max_length=255), NoControl]
+ShortText = Annotated[str, Strict(), Field(max_length=255), NoControl]
+FreeText = Annotated[str, Strict(), Field(max_length=4096), NoControlFreeText]
+
+
 def _resource_class(value: str) -> str:
     if not is_valid_resource_class(value):
         raise ValueError(
@@ -49,14 +85,29 @@ def _resource_class(value: str) -> str:
     return value
 
 
+def _consumer_type(value: str) -> str:
+    if not re.fullmatch(r"[A-Z0-9_]+", value):
+        raise ValueError(f"consumer type {value!r} must be upper-case letters, digits and _")
+    return value
+
+
+def _not_text(value: object) -> object:
+    """A list must be a real sequence: a string is not a list of its characters."""
+    if isinstance(value, str | bytes | bytearray | Mapping):
+        raise ValueError(f"expected a list, got {type(value).__name__} {value!r:.80}")
+    return value
+
+
 Uuid = Annotated[str, BeforeValidator(_uuid)]
-ResourceClass = Annotated[str, AfterValidator(_resource_class)]
+ResourceClass = Annotated[str, Strict(), Field(max_length=255), AfterValidator(_resource_class)]
 Amount = Annotated[int, Strict(), Field(ge=1, le=MAX_INT)]
 #: 0 is a valid input (Nova sends it after reading an old microversion) that matches no
 #: generation: a conflict with expected and actual, as DESIGN §3 says, not bad input.
-Generation = Annotated[int, Strict(), Field(ge=0)]
-Name = Annotated[str, Field(min_length=1, max_length=255)]
-ConsumerType = Annotated[str, Field(pattern=r"^[A-Z0-9_]+$", max_length=64)]
+Generation = Annotated[int, Strict(), Field(ge=0, le=MAX_VERSION)]
+ConsumerType = Annotated[str, Strict(), Field(min_length=1, max_length=64), NoControl,
+                         AfterValidator(_consumer_type)]
+DeviceIds = Annotated[list[Name], BeforeValidator(_not_text), Field(max_length=MAX_DEVICE_IDS)]
+Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 
 
 def _distinct_uuid_keys(value: object) -> object:
@@ -79,8 +130,10 @@ AllocationsIn = Annotated[
     dict[Uuid, Annotated[dict[ResourceClass, Amount], Field(min_length=1)]],
     BeforeValidator(_distinct_uuid_keys),
 ]
-DevicesIn = Annotated[dict[Uuid, dict[ResourceClass, list[Name]]],
+DevicesIn = Annotated[dict[Uuid, dict[ResourceClass, DeviceIds]],
                       BeforeValidator(_distinct_uuid_keys)]
+#: A move's scheduled destination names at least one provider.
+DestinationIn = Annotated[AllocationsIn, Field(min_length=1)]
 
 
 class Model(BaseModel):
@@ -98,9 +151,9 @@ class UuidIn(Model):
 class RequestIn(Model):
     """Who asked for a change and why; stored with every event the command appends."""
 
-    actor: str = Field(default="", max_length=255)
-    request_id: str = Field(default="", max_length=255)
-    reason: str = Field(default="", max_length=4096)
+    actor: ShortText = ""
+    request_id: ShortText = ""
+    reason: FreeText = ""
 
 
 class InventoryIn(Model):
@@ -111,13 +164,21 @@ class InventoryIn(Model):
     min_unit: Annotated[int, Strict()] = 1
     max_unit: Annotated[int, Strict()] = MAX_INT
     step_size: Annotated[int, Strict()] = 1
-    allocation_ratio: Annotated[float, Strict()] = 1.0
+    allocation_ratio: Annotated[float, Strict(), Field(allow_inf_nan=False)] = 1.0
 
 
 class DeleteProviderIn(Model):
     """Delete a provider."""
 
     provider_uuid: Uuid
+    expected_generation: Generation
+
+
+class RenameProviderIn(Model):
+    """Rename a provider."""
+
+    provider_uuid: Uuid
+    name: Name
     expected_generation: Generation
 
 
@@ -142,7 +203,7 @@ class DevicesSetIn(Model):
 
     provider_uuid: Uuid
     resource_class: ResourceClass
-    device_ids: list[Name]
+    device_ids: DeviceIds
     expected_generation: Generation
 
 
@@ -177,7 +238,7 @@ class MoveIn(Model):
     instance_uuid: Uuid
     migration_uuid: Uuid
     expected_generation: Generation | None
-    destination: AllocationsIn | None = None
+    destination: DestinationIn | None = None
     destination_root: Uuid | None = None
 
 
@@ -189,21 +250,77 @@ class ResolveIn(Model):
     instance_generation: Generation | None = None
 
 
+class ClassIn(Model):
+    """One class of one provider (``set_inventory``, ``delete_inventory``)."""
+
+    provider_uuid: Uuid
+    resource_class: ResourceClass
+    expected_generation: Generation
+
+
+class WritesIn(Model):
+    """Several consumers' writes, one atomic append (``write_allocations``)."""
+
+    writes: Annotated[list[ConsumerWriteIn], BeforeValidator(_not_text), Field(min_length=1)]
+
+
+class AgeIn(Model):
+    """How old an in-flight migration must be, and the moment to measure from."""
+
+    older_than_seconds: Seconds = 0.0
+    now: Annotated[AwareDatetime, Strict()] | None = None
+
+
+class FreeCapacityIn(Model):
+    """A free-capacity query."""
+
+    resource_class: ResourceClass
+    at_least: Annotated[int, Strict(), Field(ge=0, le=MAX_INT)] = 1
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
 def parse(model: type[M], **data: Any) -> M:
-    """Validate ``data`` as ``model``; :class:`InvalidRequest` listing every problem."""
+    """Validate ``data`` as ``model``; :class:`InvalidRequest` listing every problem, each
+    with the field's path, what is wrong and the value given."""
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = [
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in err.errors()
-        ]
+        problems = [_problem(e) for e in err.errors()]
         raise InvalidRequest(
-            f"invalid {model.__name__.removesuffix('In').lower()}: " + "; ".join(problems),
+            f"invalid {_label(model)}: " + "; ".join(problems),
             problems=problems,
         ) from None
+
+
+def _label(model: type[BaseModel]) -> str:
+    """``DevicesSetIn`` -> ``devices set``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", model.__name__.removesuffix("In")).lower()
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(p if isinstance(p, str) and p.isprintable() else repr(p)
+                     for p in error["loc"]) or "input"
+    message = error["msg"]
+    if error["type"] == "value_error":  # our own validators name the value already
+        return f"{where}: {message.removeprefix('Value error, ')}"
+    given = error.get("input")
+    shown = repr(given) if isinstance(given, str | int | float | None) else type(given).__name__
+    return f"{where}: {message} (got {shown:.100})"
+
+
+def canonical_uuid(value: object) -> str:
+    """A UUID in canonical form, else :class:`InvalidRequest` (reads take ids this way)."""
+    return parse(UuidIn, value=value).value
+
+
+def mapping(value: object, what: str) -> Mapping[str, Any]:
+    """``value`` if it is a mapping with string keys, else :class:`InvalidRequest`."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise InvalidRequest(f"{what} must be a mapping with string keys, got "
+                             f"{type(value).__name__} {value!r:.80}", field=what)
+    return value
 
 
 def request_meta(request: Mapping[str, str] | RequestIn | None,
@@ -213,7 +330,9 @@ def request_meta(request: Mapping[str, str] | RequestIn | None,
     an audit can tell exactly where one command's atomic append ends, even when callers
     reuse request ids)."""
     meta = {"command_id": command_id or uuid4().hex}
+
     if request is None:
         return meta
-    model = request if isinstance(request, RequestIn) else parse(RequestIn, **dict(request))
+    model = (request if isinstance(request, RequestIn)
+             else parse(RequestIn, **mapping(request, "request")))
     return {**{k: v for k, v in model.model_dump().items() if v}, **meta}

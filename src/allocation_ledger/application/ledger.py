@@ -23,10 +23,12 @@ from allocation_ledger.application.commands import (
     intent,
 )
 from allocation_ledger.application.inputs import (
+    AgeIn,
     ClaimIn,
     ConsumerWriteIn,
     ReleaseIn,
-    UuidIn,
+    WritesIn,
+    canonical_uuid,
     parse,
 )
 from allocation_ledger.application.lookup import CommandView, lookup
@@ -120,9 +122,9 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         release), ``expected_generation``, ``project_id``, ``user_id`` and optionally
         ``consumer_type`` and ``devices``. All succeed or none does.
         """
-        if not writes:
+        if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
-        cmds = [parse(ConsumerWriteIn, **dict(w)) for w in writes]
+        cmds = parse(WritesIn, writes=writes).writes
         it = intent("write_allocations", command_id, request, *cmds)
 
         def decide(s: Session) -> None:
@@ -176,12 +178,12 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        uuid = _uuid(consumer_uuid)
+        uuid = canonical_uuid(consumer_uuid)
         return guarded_read(lambda: _view(Session(self.store), uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
-        uuid = _uuid(provider_uuid)
+        uuid = canonical_uuid(provider_uuid)
         return guarded_read(lambda: ProviderView.of(Session(self.store).provider(uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
@@ -191,7 +193,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
     def _tree(self, root_uuid: str) -> dict[str, ProviderView]:
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
-        pending = [_uuid(root_uuid)]
+        pending = [canonical_uuid(root_uuid)]
         while pending:
             provider = session.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
@@ -204,17 +206,19 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
-        uuid = _uuid(migration_uuid)
+        uuid = canonical_uuid(migration_uuid)
         return guarded_read(lambda: MigrationView.of(Session(self.store).migration(uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
         """Migrations not yet resolved, oldest first, that started at least
-        ``older_than_seconds`` ago (the leaks an operator looks for)."""
-        now = now or datetime.now(UTC)
+        ``older_than_seconds`` ago (the leaks an operator looks for); ``now`` must carry a
+        timezone."""
+        age = parse(AgeIn, older_than_seconds=older_than_seconds, now=now)
+        now = age.now or datetime.now(UTC)
         views = guarded_read(lambda: [v for v in self._migrations()
                                       if v.status == "in-progress"])
-        return sorted((v for v in views if v.age_seconds(now) >= older_than_seconds),
+        return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
                       key=lambda v: v.started_at)
 
     def _migrations(self) -> Iterator[MigrationView]:
@@ -238,10 +242,6 @@ def _view(reader: Reader, consumer_uuid: str) -> ConsumerView:
         moving = reader.migration(found.migration_uuid)
     return ConsumerView.of(consumer_uuid, found,
                            moving.uuid if moving is not None and moving.in_flight else None)
-
-
-def _uuid(value: str) -> str:
-    return parse(UuidIn, value=value).value
 
 
 def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:

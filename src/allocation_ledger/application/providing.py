@@ -9,11 +9,13 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.applying import apply_command
 from allocation_ledger.application.commands import CommandId, Intent, intent
 from allocation_ledger.application.inputs import (
+    ClassIn,
     DeleteProviderIn,
     DevicesSetIn,
     InventoriesIn,
     InventoryIn,
     ProviderIn,
+    RenameProviderIn,
     RequestIn,
     parse,
 )
@@ -118,11 +120,13 @@ class ProviderCommands:
         command_id: CommandId | None = None,
     ) -> ProviderView:
         """Add or update one class's inventory, keeping the others."""
-        cmd = parse(InventoriesIn, provider_uuid=provider_uuid,
-                    inventories={resource_class: inventory},
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
                     expected_generation=expected_generation)
-        it = intent("set_inventory", command_id, request, cmd)
-        one = {rc: i.model_dump() for rc, i in cmd.inventories.items()}
+        one = {rc: i.model_dump() for rc, i in parse(
+            InventoriesIn, provider_uuid=cmd.provider_uuid,
+            inventories={cmd.resource_class: inventory},
+            expected_generation=cmd.expected_generation).inventories.items()}
+        it = intent("set_inventory", command_id, request, cmd, one)
         return self._set_inventories(it, cmd.provider_uuid, cmd.expected_generation,
                                      lambda current: {**current, **one})
 
@@ -136,14 +140,14 @@ class ProviderCommands:
         command_id: CommandId | None = None,
     ) -> ProviderView:
         """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
-        cmd = parse(DeleteProviderIn, provider_uuid=provider_uuid,
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
                     expected_generation=expected_generation)
-        it = intent("delete_inventory", command_id, request, cmd, resource_class)
+        it = intent("delete_inventory", command_id, request, cmd)
 
         def without(current: dict[str, Any]) -> dict[str, Any]:
-            if resource_class not in current:
-                raise ResourceClassNotOnProvider(cmd.provider_uuid, resource_class)
-            return {rc: inv for rc, inv in current.items() if rc != resource_class}
+            if cmd.resource_class not in current:
+                raise ResourceClassNotOnProvider(cmd.provider_uuid, cmd.resource_class)
+            return {rc: inv for rc, inv in current.items() if rc != cmd.resource_class}
 
         return self._set_inventories(it, cmd.provider_uuid, cmd.expected_generation, without)
 
@@ -159,14 +163,35 @@ class ProviderCommands:
     ) -> ProviderView:
         """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
         PMEM namespaces); the class's inventory total becomes their count. Removing a held
-        device is refused."""
+        device is refused; ``device_ids`` is a list (not a string) of at most
+        :data:`~allocation_ledger.application.inputs.MAX_DEVICE_IDS` distinct ids."""
         cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
-                    device_ids=list(device_ids), expected_generation=expected_generation)
+                    device_ids=device_ids, expected_generation=expected_generation)
         it = intent("set_devices", command_id, request, cmd)
 
         def decide(s: Session) -> None:
             provider = s.pinned_provider(cmd.provider_uuid, cmd.expected_generation)
             provider.set_devices(cmd.resource_class, cmd.device_ids, it.meta)
+
+        return self._provider_command(it, cmd.provider_uuid, decide)
+
+    def rename_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        expected_generation: int,
+        *,
+        request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Rename a provider (Placement's ``PUT /resource_providers/{uuid}``)."""
+        cmd = parse(RenameProviderIn, provider_uuid=provider_uuid, name=name,
+                    expected_generation=expected_generation)
+        it = intent("rename_provider", command_id, request, cmd)
+
+        def decide(s: Session) -> None:
+            s.pinned_provider(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name,
+                                                                              it.meta)
 
         return self._provider_command(it, cmd.provider_uuid, decide)
 

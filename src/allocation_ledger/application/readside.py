@@ -33,6 +33,19 @@ class ReadSide(Protocol):
         """Migrations in flight that started at least that long ago, oldest first."""
         ...
 
+    def providers(self) -> Sequence[Any]:
+        """Every live provider: name, parent, root, generation."""
+        ...
+
+    def holdings_on(self, provider_uuid: str) -> Sequence[Any]:
+        """Every consumer's allocations on one provider (consumer, generation, resources)."""
+        ...
+
+    def project_usages(self, project_id: str, user_id: str | None = None,
+                       consumer_type: str | None = None) -> Sequence[Any]:
+        """Usage per consumer type and class of a project's (and user's) consumers."""
+        ...
+
     def close(self) -> None:
         """Release its connections."""
         ...

@@ -20,7 +20,7 @@ from typing import TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.commands import (
@@ -38,6 +38,7 @@ from allocation_ledger.domain.errors import (
     MigrationNotFound,
     ProviderGenerationConflict,
     ProviderNotFound,
+    StoreUnusable,
 )
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
@@ -216,6 +217,8 @@ class Session:
             self._store.save(*record, *changed)
         except IntegrityError as err:
             self._explain_clash(err)
+        except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
+            raise StoreUnusable(f"the store refused the append: {err}") from err
         self.appended = count
         self._store.remember(p for p in changed if isinstance(p, Provider))
         return count

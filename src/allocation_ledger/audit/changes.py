@@ -85,6 +85,8 @@ def _provider(event: Any, before: Any) -> Changes:
                 "added": sorted(set(event.device_ids) - old_ids),
                 "removed": sorted(old_ids - set(event.device_ids)),
                 "inventory": event.inventory}
+    if isinstance(event, Provider.Renamed):
+        return {"name": [before.name if before is not None else None, event.name]}
     if isinstance(event, Provider.ChildAttached | Provider.ChildDetached):
         return {"child_uuid": event.child_uuid}
     return {}

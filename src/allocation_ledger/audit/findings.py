@@ -33,6 +33,12 @@ INVALID_AMOUNT = "invalid-amount"
 DELETED_IN_USE = "deleted-provider-in-use"
 SNAPSHOT_DRIFT = "snapshot-drift"  # §5.5 a stored snapshot differs from the replay
 PROJECTION_DRIFT = "projection-drift"  # §5.5 a read model differs from the replay
+CHAIN_BROKEN = "chain-broken"  # a link does not follow: edit, insert, delete, reorder
+CHAIN_MISSING = "chain-missing"  # an event stored without a chain hash
+DIGEST_MISMATCH = "digest-mismatch"  # the history up to a digest is not the recorded one
+DIGEST_MISSING = "digest-missing"  # the event at a digest is gone (truncated, deleted)
+PROJECTION_AHEAD = "projection-ahead"  # a read model beyond the ledger, or of another one
+INTEGRITY = "store-integrity"  # the database's own integrity check failed
 STALE_MIGRATION = "stale-migration"  # in flight longer than the threshold (a warning)
 
 

@@ -16,10 +16,11 @@ from uuid import UUID
 
 from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.audit.changes import changes, summary
 from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
-from allocation_ledger.domain.errors import MigrationNotFound
+from allocation_ledger.domain.errors import MigrationNotFound, NotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
 
@@ -84,17 +85,30 @@ def streams_history(store: EventStore, streams: set[UUID]) -> list[HistoryEntry]
 
 
 def consumer_history(store: EventStore, consumer_uuid: str) -> list[HistoryEntry]:
-    """Every event of a consumer (an instance or a migration record)."""
-    return streams_history(store, {consumer_stream_id(consumer_uuid)})
+    """Every event of a consumer (an instance or a migration record); :class:`NotFound` when
+    it has none, :class:`InvalidRequest` for a malformed id."""
+    consumer_uuid = canonical_uuid(consumer_uuid)
+    return _found(streams_history(store, {consumer_stream_id(consumer_uuid)}),
+                  "consumer", consumer_uuid)
 
 
 def provider_history(store: EventStore, provider_uuid: str) -> list[HistoryEntry]:
-    """Every event of a provider: inventory, devices, children, allocation writes."""
-    return streams_history(store, {provider_stream_id(provider_uuid)})
+    """Every event of a provider: inventory, devices, children, allocation writes
+    (:class:`NotFound` when it has none, :class:`InvalidRequest` for a malformed id)."""
+    provider_uuid = canonical_uuid(provider_uuid)
+    return _found(streams_history(store, {provider_stream_id(provider_uuid)}),
+                  "provider", provider_uuid)
+
+
+def _found(history: list[HistoryEntry], what: str, uuid: str) -> list[HistoryEntry]:
+    if not history:
+        raise NotFound(f"{what} {uuid} has no events in this ledger", **{f"{what}_uuid": uuid})
+    return history
 
 
 def migration_history(store: EventStore, migration_uuid: str) -> list[HistoryEntry]:
     """A move from start to resolution: the migration's events and its instance's."""
+    migration_uuid = canonical_uuid(migration_uuid)
     stream = consumer_stream_id(migration_uuid)
     first = next(iter(store.events.get(stream, lte=1)), None)
     if not isinstance(first, Migration.Started):

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.audit.reading import (
     as_uuid,
@@ -99,7 +100,7 @@ def stream_at(store: EventStore, stream: UUID, position: int) -> AsOf[Any]:
 
 def provider_at(store: EventStore, provider_uuid: str, position: int) -> AsOf[ProviderView]:
     """A provider's inventory, usage and devices at ``position``."""
-    found = stream_at(store, provider_stream_id(provider_uuid), position)
+    found = stream_at(store, provider_stream_id(canonical_uuid(provider_uuid)), position)
     if not isinstance(found.value, Provider):
         raise ProviderNotFound(provider_uuid)
     return AsOf(found.position, found.time, ProviderView.of(found.value))
@@ -108,6 +109,7 @@ def provider_at(store: EventStore, provider_uuid: str, position: int) -> AsOf[Pr
 def consumer_at(store: EventStore, consumer_uuid: str, position: int) -> AsOf[ConsumerView]:
     """A consumer's allocations, devices and generation at ``position`` (generation
     ``None`` when it held nothing then)."""
+    consumer_uuid = canonical_uuid(consumer_uuid)
     found = stream_at(store, consumer_stream_id(consumer_uuid), position)
     consumer = found.value
     if consumer is not None and not isinstance(consumer, Consumer):
@@ -122,6 +124,7 @@ def consumer_at(store: EventStore, consumer_uuid: str, position: int) -> AsOf[Co
 
 def migration_at(store: EventStore, migration_uuid: str, position: int) -> AsOf[MigrationView]:
     """A migration's context and status at ``position``."""
+    migration_uuid = canonical_uuid(migration_uuid)
     found = stream_at(store, consumer_stream_id(migration_uuid), position)
     if not isinstance(found.value, Migration):
         raise MigrationNotFound(migration_uuid)

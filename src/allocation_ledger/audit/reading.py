@@ -8,7 +8,7 @@ always consecutive (the store serialises appends).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,10 +67,14 @@ def decode(store: EventStore, notification: Notification,
                  notification.originator_version, notification.topic, event)
 
 
-def entries(store: EventStore, start: int = 1, stop: int | None = None) -> Iterator[Entry]:
-    """Decoded ledger events from ``start`` to ``stop`` (inclusive), in order."""
+def entries(store: EventStore, start: int = 1, stop: int | None = None,
+            observe: Callable[[Notification], None] | None = None) -> Iterator[Entry]:
+    """Decoded ledger events from ``start`` to ``stop`` (inclusive), in order; ``observe``
+    sees each raw notification first (the chain check)."""
     decoder = Decoder(store.mapper)
     for notification in notifications(store, start, stop):
+        if observe is not None:
+            observe(notification)
         yield decode(store, notification, decoder)
 
 

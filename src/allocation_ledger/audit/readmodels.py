@@ -16,8 +16,10 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
+from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.audit.readrows import ReadRows, read_rows
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.errors import StoreNotFound
 
 #: Findings reported per projection; beyond that, a note says how many more there were.
 LIMIT = 20
@@ -33,7 +35,10 @@ def load(store: EventStore, url: str | None = None) -> tuple[ReadRows | None, li
         where = importlib.import_module("projections.store")
     except ImportError:
         return None, ["projection drift not checked: the projections package is not installed"]
-    engine = where.open_engine(store.env, url)  # creates the tables if missing, as it does
+    try:
+        engine = where.open_engine(store.env, url, create=False)  # an audit creates nothing
+    except StoreNotFound as err:
+        return None, [f"projection drift not checked: {err}"]
     try:
         found = read_rows(engine, tables)
     finally:
@@ -41,6 +46,17 @@ def load(store: EventStore, url: str | None = None) -> tuple[ReadRows | None, li
     if not any(found.positions.values()):
         return None, ["projection drift not checked: no read model has been built yet"]
     return found, []
+
+
+def unbound(store: EventStore, read: ReadRows) -> list[Finding]:
+    """A finding for each read model that followed a history the ledger no longer has."""
+    found = []
+    for name, at in sorted(read.positions.items()):
+        problem = binding_problem(store, name, at, read.followed.get(name))
+        if problem is not None:
+            found.append(Finding.at(Where(at), f.PROJECTION_AHEAD, problem,
+                                    {"projection": name}, {"projection_position": at}))
+    return found
 
 
 def compare(name: str, state: LedgerState, read: ReadRows) -> tuple[list[Finding], list[str]]:
@@ -85,11 +101,23 @@ class Due:
             self.findings += found
             self.notes += notes
 
-    def finish(self, state: LedgerState) -> None:
-        """The replay is over: compare what is due, note what is beyond it."""
+    def finish(self, state: LedgerState, *, whole: bool = False) -> None:
+        """The replay is over: compare what is due; a read model beyond it is an error when
+        the replay went to the ledger's end (``whole``: it shows events the ledger has not),
+        else a note."""
         self.before(state.position + 1, state)
-        self.notes += [f"projection {name} not compared: it is at position {at}, beyond the "
-                       f"audited range (up to {state.position})" for at, name in self._pending]
+        for at, name in self._pending:
+            if whole:
+                self.findings.append(Finding.at(
+                    Where(at), f.PROJECTION_AHEAD,
+                    f"read model {name} is at position {at}, beyond the ledger's end "
+                    f"({state.position}): the ledger was truncated or restored from an older "
+                    "copy; rebuild the read models (projections rebuild)",
+                    {"projection": name}, {"projection_position": at,
+                                           "ledger_position": state.position}))
+            else:
+                self.notes.append(f"projection {name} not compared: it is at position {at}, "
+                                  f"beyond the audited range (up to {state.position})")
 
 
 ABSENT = "no row"

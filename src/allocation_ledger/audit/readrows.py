@@ -21,6 +21,7 @@ class ReadRows:
     """What the read models say, keyed as a replayed state would be."""
 
     positions: dict[str, int] = field(default_factory=dict)  # projection -> position
+    followed: dict[str, bytes | None] = field(default_factory=dict)  # chain hash there
     usages: dict[tuple[str, str], int] = field(default_factory=dict)  # (provider, class)
     generations: dict[str, int | None] = field(default_factory=dict)  # consumer
     holdings: dict[str, Allocations] = field(default_factory=dict)  # consumer
@@ -37,8 +38,9 @@ def read_rows(engine: Engine, tables: Any) -> ReadRows:
         if conn.dialect.name == "postgresql":
             conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
-            rows.positions = {p: int(n) for p, n in conn.execute(
-                select(t.projection, t.notification_id)).all()}
+            for p, n, h in conn.execute(select(t.projection, t.notification_id,
+                                               t.chain_hash)).all():
+                rows.positions[p], rows.followed[p] = int(n), h
             rows.usages = {(p, rc): n for p, rc, n in conn.execute(
                 select(u.provider_uuid, u.resource_class, u.used)).all()}
             rows.generations = {uuid: g for uuid, g in conn.execute(

@@ -8,7 +8,7 @@ with any finding of severity "error" means the ledger broke an invariant of DESI
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +16,9 @@ from typing import Any
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit import readmodels
+from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
+from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
 from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
@@ -74,22 +76,41 @@ def audit(
     snapshots: bool = True,
     projections: bool | str = False,
     progress: Progress | None = None,
+    digests: Sequence[Digest] = (),
+    verify_chain: bool = True,
 ) -> AuditReport:
     """Replay and check the ledger from ``start`` to ``stop`` (inclusive).
 
     ``stale_after``: migrations in flight for longer (seconds) are reported as warnings.
     ``projections``: compare the read models (``True``: those beside the ledger; a URL:
     those in that store) with the replay, each at its own position.
+    ``digests``: recorded heads the ledger must still have (see :mod:`.chain`). The hash
+    chain is always checked (from the first event; a partial audit starts from the stored
+    hash before ``start``), and so is the database's own integrity where it has a check;
+    ``verify_chain=False`` leaves the chain out (only for measuring what it costs).
     """
     read, notes = (readmodels.load(store, projections if isinstance(projections, str)
                                    else None) if projections else (None, []))
+    unbound = readmodels.unbound(store, read) if read is not None else []
+    if unbound:  # another history's read models: comparing them says nothing more
+        read, notes = None, [*notes, "projection drift not checked: the read models do not "
+                             "belong to this ledger's history"]
     due = readmodels.Due(read) if read is not None else None
     began = time.perf_counter()  # the replay's own time, for its throughput
     state = replay(store, start - 1) if start > 1 else LedgerState()
     auditor = Auditor(state, snapshot_checker(store) if snapshots else None)
-    _check(store, auditor, start, stop, due, progress)
+    links = ChainCheck(chain_before(store, start), getattr(store.recorder, "chain_key", None),
+                       digests) if verify_chain and chained(store) else None
+    _check(store, auditor, start, stop, due, progress, links)
     seconds = time.perf_counter() - began
-    found = list(auditor.findings)
+    found = list(auditor.findings) + store_integrity(store) + unbound
+    if links is not None:
+        found += links.findings
+        notes += [f"digest at #{d.position} not checked: beyond the audited range"
+                  for d in links.unchecked()]
+    else:
+        notes.append("hash chain not checked" + ("" if verify_chain else " (asked not to)"))
+    notes += chain_notes(store)
     if due is not None:
         found += due.findings
         notes += due.notes
@@ -100,19 +121,22 @@ def audit(
 
 
 def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,
-           due: readmodels.Due | None, progress: Progress | None) -> None:
-    """Feed the auditor every event from ``start`` to ``stop``; compare each read model
-    when the replay reaches its position."""
+           due: readmodels.Due | None, progress: Progress | None,
+           links: ChainCheck | None) -> None:
+    """Feed the auditor every event from ``start`` to ``stop``; check the chain; compare
+    each read model when the replay reaches its position."""
     end = stop if stop is not None else last_position(store)
-    for entry in entries(store, start, stop):
+    for entry in entries(store, start, stop, links.observe if links else None):
         if due is not None:
             due.before(entry.position, auditor.state)
         auditor.observe(entry)
         if progress is not None and auditor.events % PROGRESS_EVERY == 0:
             progress(entry.position, end)
     auditor.finish()
+    if links is not None and stop is None:
+        links.finish()
     if due is not None:
-        due.finish(auditor.state)
+        due.finish(auditor.state, whole=stop is None)
     if progress is not None:
         progress(end, end)
 

@@ -58,6 +58,10 @@ def targets(store: str, result: dict[str, Any]) -> list[Target]:
         ratio = ids["ids_vs_without"]
         found.append(Target(store, "single claims with command ids vs without", ratio,
                             ">= 0.90", ratio >= 0.90))
+    if result.get("chain"):
+        ratio = result["chain"]["vs_floor"]
+        found.append(Target(store, "single claims with the chain vs without", ratio,
+                            ">= 0.90", ratio >= 0.90))
     writers = result["writers"]
     most = max(writers, key=int, default="1")
     if most != "1" and "1" in writers:

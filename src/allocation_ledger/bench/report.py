@@ -47,6 +47,11 @@ def _rows(result: dict[str, Any]) -> Iterator[str]:
         yield _row("  recorded, without id", ids["plain"])
         yield _row("  no command record (as before ids)", ids["unrecorded"])
         yield f"  {'':<4}recorded / unrecorded: {ids['recorded_vs_unrecorded']:.3f}"
+    if result.get("chain"):
+        found = result["chain"]
+        yield (f"  hash chain: {found['rate']:,.1f} chained claims/s beside "
+               f"{found['floor']['rate']:,.1f} unchained in the same run: "
+               f"{found['vs_floor'] * 100:.1f}%")
     for n in _numbered(result["writers"]):
         yield _row(f"claims, {n} writer process(es)", result["writers"][n]["claims"])
     for name, found in result["moves"].items():

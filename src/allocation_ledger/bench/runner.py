@@ -28,6 +28,7 @@ from allocation_ledger.bench.moves import Mover
 from allocation_ledger.bench.scratch import Opener, scratch_store
 from allocation_ledger.bench.settings import Settings
 from allocation_ledger.bench.stats import Sample, combine, paired
+from allocation_ledger.bench.unchained import open_unchained
 from allocation_ledger.bench.workload import (
     a_host,
     batch_claimer,
@@ -36,6 +37,7 @@ from allocation_ledger.bench.workload import (
     unrecorded_claimer,
 )
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, run_writers
+from allocation_ledger.bootstrap import open_ledger
 
 Progress = Callable[[str], None]
 #: Rounds of the writer-process figures (each of ``duration / ROUNDS`` seconds).
@@ -84,6 +86,8 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                 for size in settings.batch_sizes
             }
             parts = claim_breakdown(ledger, a_host(ledger), settings.breakdown_claims)
+    progress(f"{kind}: single claims with the hash chain, beside a twin without")
+    chained = _chain_cost(kind, workdir, settings)
     progress(f"{kind}: cost of history (growing to {settings.grow_to:,} events)")
     with scratch_store(kind, workdir, settings.postgres_url, "small") as small, \
             scratch_store(kind, workdir, settings.postgres_url, "large") as large:
@@ -92,12 +96,29 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
     return {
         "single": figure(*single),
         "command_ids": ids,
+        "chain": chained,
         "writers": writers,
         "moves": {name: figure(*pair, commands_per_op=3) for name, pair in moves.items()},
         "batches": {str(n): figure(*pair) for n, pair in batches.items()},
         "history": grown,
         "breakdown": parts,
     }
+
+
+def _chain_cost(kind: str, workdir: Path, settings: Settings) -> dict[str, Any] | None:
+    """Single claims on a fresh chained store in alternating slices with single claims on
+    its fresh unchained twin: ``vs_floor`` is chained over unchained."""
+    if kind == "memory":
+        return None  # the in-memory store keeps no chain
+    with scratch_store(kind, workdir, settings.postgres_url, "chained") as url, \
+            scratch_store(kind, workdir, settings.postgres_url, "unchained") as bare:
+        ledger, twin = open_ledger(url), open_unchained(bare)
+        try:
+            return figure(*paired(claimer(ledger, a_host(ledger)), claimer(twin, a_host(twin)),
+                                  settings.duration))
+        finally:
+            ledger.close()
+            twin.close()
 
 
 def _writers(url: str, target: str, kind: str, settings: Settings,

@@ -1,7 +1,8 @@
 """``allocation-ledger audit``: replay the ledger and check every invariant.
 
-Prints a readable report (or JSON with ``--json``) and exits 1 when an invariant is broken,
-0 otherwise (warnings, such as migrations in flight for too long, do not fail the audit).
+Prints a readable report (or JSON with ``--json``) and exits 1 when an invariant is broken
+or the hash chain or a recorded digest (``--digest FILE``) shows the history changed, 0
+otherwise (warnings, such as migrations in flight for too long, do not fail the audit).
 Long replays draw a progress bar on stderr when it is a terminal.
 """
 
@@ -12,8 +13,10 @@ import json
 import sys
 from typing import TextIO
 
+from allocation_ledger.audit.chain import read_digests
 from allocation_ledger.audit.pointintime import cut
 from allocation_ledger.audit.run import AuditReport, audit
+from allocation_ledger.cli import values
 from allocation_ledger.cli.auditing import (
     add_output_arguments,
     parse_time,
@@ -27,18 +30,22 @@ HELP = "replay the ledger, check every invariant, report findings (exit 1 on a v
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Range, thresholds and output options."""
-    parser.add_argument("--from-position", type=int, default=1, metavar="N",
+    parser.add_argument("--from-position", type=values.position, default=1, metavar="N",
                         help="check from this position (the state before it is replayed)")
-    parser.add_argument("--to-position", type=int, default=None, metavar="N",
+    parser.add_argument("--to-position", type=values.position, default=None, metavar="N",
                         help="stop after this position")
     parser.add_argument("--until", type=parse_time, default=None, metavar="TIME",
                         help="stop after the last event at or before this ISO 8601 time")
-    parser.add_argument("--stale-after", type=float, default=3600.0, metavar="SECONDS",
+    parser.add_argument("--stale-after", type=values.seconds, default=3600.0, metavar="SECONDS",
                         help="warn about migrations in flight for longer (default 3600)")
     parser.add_argument("--projections", default="auto", metavar="auto|off|URL",
                         help="compare the read models with the replay: auto (those beside "
                              "the ledger, when the projections package is installed and has "
                              "built them), off, or the URL of the store they live in")
+    parser.add_argument("--digest", action="append", default=[], metavar="FILE",
+                        help="a digest recorded by `allocation-ledger digest --json` (a "
+                             "file of one or several; repeatable): the ledger up to each "
+                             "must be unchanged")
     parser.add_argument("--no-snapshots", action="store_true",
                         help="do not compare stored snapshots with the replay")
     add_output_arguments(parser)
@@ -46,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Audit the store ``--url`` names; 1 if an invariant is broken."""
+    digests = read_digests(args.digest)
     with store_of(args) as store:
         stop = None
         if args.to_position is not None or args.until is not None:
@@ -53,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         report = audit(store, start=args.from_position, stop=stop,
                        stale_after=args.stale_after, snapshots=not args.no_snapshots,
                        projections=_projections(args.projections),
-                       progress=progress_bar(args))
+                       progress=progress_bar(args), digests=digests)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

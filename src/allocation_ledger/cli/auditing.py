@@ -34,8 +34,9 @@ def parse_time(text: str) -> datetime:
 
 @contextmanager
 def store_of(args: argparse.Namespace) -> Iterator[EventStore]:
-    """The event store ``--url`` names, closed afterwards."""
-    store, _ = open_store(args.url)
+    """The event store ``--url`` names (which must hold a ledger: a read creates nothing),
+    closed afterwards."""
+    store, _ = open_store(args.url, create=False)
     try:
         yield store
     finally:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from allocation_ledger.bench import report, runner, settings
+from allocation_ledger.cli import values
 from allocation_ledger.domain.errors import InvalidRequest
 
 NAME = "bench"
@@ -55,17 +56,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON results file (default: bench-results/bench.json)")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="directory for SQLite scratch files (default: a temporary one)")
-    parser.add_argument("--duration", type=float, default=None,
+    parser.add_argument("--duration", type=values.positive_seconds, default=None,
                         help="seconds per figure (default 5, quick 1)")
     parser.add_argument("--writers", type=_numbers, default=None,
                         help="writer process counts (default 1,2,4)")
     parser.add_argument("--batch-sizes", type=_numbers, default=None,
                         help="consumers per append (default 1,10,100,1000)")
-    parser.add_argument("--grow-to", type=int, default=None,
+    parser.add_argument("--grow-to", type=values.count, default=None,
                         help="events of the grown ledger (default 1,000,000, quick 20,000)")
-    parser.add_argument("--small-history", type=int, default=None,
+    parser.add_argument("--small-history", type=values.count, default=None,
                         help="events of the small ledger (default 1,000)")
-    parser.add_argument("--history-claims", type=int, default=None,
+    parser.add_argument("--history-claims", type=values.count, default=None,
                         help="claims timed on each ledger of the history figure")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a target is missed")

@@ -21,6 +21,7 @@ from allocation_ledger.audit.history import (
     provider_history,
 )
 from allocation_ledger.audit.reading import position_at
+from allocation_ledger.cli import values
 from allocation_ledger.cli.auditing import (
     add_output_arguments,
     dumps,
@@ -40,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """What to list and, for the ledger, which part."""
     parser.add_argument("what", choices=[*READERS, "ledger"])
     parser.add_argument("uuid", nargs="?", help="the consumer, provider or migration")
-    parser.add_argument("--from-position", type=int, default=None, metavar="N")
-    parser.add_argument("--to-position", type=int, default=None, metavar="N")
+    parser.add_argument("--from-position", type=values.position, default=None, metavar="N")
+    parser.add_argument("--to-position", type=values.position, default=None, metavar="N")
     parser.add_argument("--since", type=parse_time, default=None, metavar="TIME",
                         help="from the first event at or after this ISO 8601 time")
     parser.add_argument("--until", type=parse_time, default=None, metavar="TIME",

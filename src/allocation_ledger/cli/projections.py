@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from allocation_ledger.cli import values
+
 NAME = "projections"
 HELP = "rebuild, resume, follow (until SIGINT/SIGTERM) or show the status of the read models"
 ACTIONS = ("rebuild", "resume", "follow", "status")
@@ -23,10 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--projections-url", default=None, metavar="URL",
                         help="where the read models live (default: $PROJECTIONS_URL, else "
                              "the ledger's own database)")
-    parser.add_argument("--batch-size", type=int, default=5000, metavar="EVENTS",
+    parser.add_argument("--batch-size", type=values.count, default=5000, metavar="EVENTS",
                         help="events per transaction at least (batches end where a "
                              "command ends; default 5000)")
-    parser.add_argument("--poll-interval", type=float, default=1.0, metavar="SECONDS",
+    parser.add_argument("--poll-interval", type=values.positive_seconds, default=1.0,
+                        metavar="SECONDS",
                         help="follow: poll this often when no notification arrives")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 

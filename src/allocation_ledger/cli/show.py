@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print what was asked for."""
-    with open_ledger(args.url) as ledger:
+    with open_ledger(args.url, create=False) as ledger:
         if args.what == "provider":
             if args.json:
                 data: Any = {

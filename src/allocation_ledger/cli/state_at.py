@@ -15,6 +15,7 @@ from typing import Any
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.audit import pointintime as pit
+from allocation_ledger.cli import values
 from allocation_ledger.cli.auditing import (
     add_output_arguments,
     dumps,
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                       help="as of this ISO 8601 time")
-    when.add_argument("--position", type=int, default=None, metavar="N",
+    when.add_argument("--position", type=values.position, default=None, metavar="N",
                       help="as of this ledger position")
     add_output_arguments(parser)
 

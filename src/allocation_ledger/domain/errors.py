@@ -107,6 +107,15 @@ class ProviderInUse(LedgerError):
         )
 
 
+class ProviderHasChildren(ProviderInUse):
+    """Raised when deleting a provider that still has child providers."""
+
+    def __init__(self, provider_uuid: str, children: list[str]) -> None:
+        super().__init__(provider_uuid, f"it has children {', '.join(children)}")
+        self.fields["children"] = children
+        self.children = children
+
+
 class InventoryInUse(LedgerError):
     """Raised when removing a resource class that still has allocations against it."""
 
@@ -270,6 +279,30 @@ class MigrationInProgress(LedgerError):
         )
 
 
+class StoreNotFound(LedgerError):
+    """Raised when a read names a store that holds no ledger (a missing file, a database
+    or schema without the ledger's tables): reads never create one."""
+
+    def __init__(self, url: str, reason: str, what: str = "ledger") -> None:
+        super().__init__(f"no {what} at {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnavailable(LedgerError):
+    """Raised when the store cannot be opened or reached (server down, bad host or user,
+    a file that is not a database or cannot be read)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot use the store {url}: {reason}", url=url, reason=reason)
+
+
+class StoreUnusable(LedgerError):
+    """Raised when the store cannot be used as it is: a corrupt file, a schema without the
+    hash chain (an old ledger not yet migrated), or a chain key that is not the ledger's."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message, **fields)
+
+
 class CommandIdReused(LedgerError):
     """Raised when a command id that already names an applied command comes with another
     command (another kind, or other arguments). Nothing is written."""
@@ -288,8 +321,8 @@ class CommandIdReused(LedgerError):
         )
 
 
-class StoreUnavailable(LedgerError):
-    """Raised when the event store cannot be reached (connection lost, server down or
+class StoreLost(StoreUnavailable):
+    """Raised when a command or a read lost the store (connection lost, server down or
     restarting) before the command was sent: it was not applied. Retry with the same
     command id."""
 
@@ -300,15 +333,15 @@ class StoreUnavailable(LedgerError):
         default = (f"the store is unavailable ({reason}); command {command_id!r} was not "
                    "applied: retry with the same command id" if command_id else
                    f"the store is unavailable ({reason}); retry the read")
-        super().__init__(
-            message or default,
+        LedgerError.__init__(
+            self, message or default,
             command_id=command_id,
             reason=reason,
             outcome_known=type(self).outcome_known,
         )
 
 
-class OutcomeUnknown(StoreUnavailable):
+class OutcomeUnknown(StoreLost):
     """Raised when the connection to the store failed while a command's append was under way
     and the store could not be asked afterwards whether it committed. The command may or
     may not have been applied: retry with the same command id (applied at most once), or

@@ -12,6 +12,7 @@ assign; every check happens in the methods before an event is triggered.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 from uuid import UUID
 
@@ -23,6 +24,7 @@ from allocation_ledger.domain.errors import (
     InvalidInventory,
     InvalidRequest,
     InventoryInUse,
+    ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
 )
@@ -106,6 +108,14 @@ class Provider(PlainState, Aggregate):
                 aggregate.inventories.pop(self.resource_class, None)
             else:
                 aggregate.inventories[self.resource_class] = dict(self.inventory)
+
+    class Renamed(Event):
+        """The provider's name became ``name``."""
+
+        name: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.name = self.name
 
     class Deleted(Event):
         """The provider was deleted; its UUID is never reused."""
@@ -213,10 +223,12 @@ class Provider(PlainState, Aggregate):
         current = self.devices.get(resource_class, {})
         wanted = set(device_ids)
         if len(wanted) != len(device_ids):
-            doubled = sorted({d for d in device_ids if device_ids.count(d) > 1})
+            doubled = sorted(d for d, n in Counter(device_ids).items() if n > 1)
+            shown = ", ".join(doubled[:10]) + (f" and {len(doubled) - 10} more"
+                                                if len(doubled) > 10 else "")
             raise InvalidRequest(
                 f"device ids named twice for {resource_class} on provider {self.uuid}: "
-                f"{', '.join(doubled)}",
+                f"{shown}",
                 provider_uuid=self.uuid, resource_class=resource_class, devices=doubled,
             )
         held_removed = sorted(d for d, h in current.items() if h is not None and d not in wanted)
@@ -267,13 +279,20 @@ class Provider(PlainState, Aggregate):
             request=request,
         )
 
+    def rename(self, name: str, request: RequestMeta) -> None:
+        """Give the provider a new name (its UUID, tree and history stay)."""
+        if name == self.name:
+            raise InvalidRequest(f"provider {self.uuid} is already named {name!r}",
+                                 provider_uuid=self.uuid, name=name)
+        self.trigger_event(self.Renamed, name=name, request=request)
+
     def delete(self, parent: Provider | None, request: RequestMeta) -> None:
         """Delete the provider (refused while it has allocations or children)."""
         in_use = sorted(rc for rc, used in self.usages.items() if used > 0)
         if in_use:
             raise ProviderInUse(self.uuid, f"it has allocations of {', '.join(in_use)}")
         if self.children:
-            raise ProviderInUse(self.uuid, f"it has children {', '.join(self.children)}")
+            raise ProviderHasChildren(self.uuid, list(self.children))
         self.trigger_event(self.Deleted, request=request)
         if parent is not None:
             parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 MAX_INT = 2147483647
-RESOURCE_CLASS_PATTERN = re.compile(r"^[A-Z0-9_]+$")
+RESOURCE_CLASS_PATTERN = re.compile(r"[A-Z0-9_]+")
 STANDARD_RESOURCE_CLASSES = frozenset(
     {
         "VCPU", "MEMORY_MB", "DISK_GB", "PCI_DEVICE", "SRIOV_NET_VF", "NUMA_SOCKET",
@@ -58,7 +58,7 @@ class Inventory:
 
 def is_valid_resource_class(name: str) -> bool:
     """True for a standard class or a ``CUSTOM_*`` one, as Placement allows."""
-    if not RESOURCE_CLASS_PATTERN.match(name):
+    if not isinstance(name, str) or not RESOURCE_CLASS_PATTERN.fullmatch(name):
         return False
     return name in STANDARD_RESOURCE_CLASSES or (
         name.startswith("CUSTOM_") and len(name) > len("CUSTOM_")

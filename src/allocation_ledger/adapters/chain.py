@@ -1,0 +1,109 @@
+"""The hash chain over the ledger: each stored event's hash covers the previous one's.
+
+``link(previous, position, stream, version, topic, state)`` is SHA-256 over the previous
+event's chain hash (32 zero bytes before the first event), the event's position as 8 bytes
+big-endian, its stream id's 16 bytes, its version as 8 bytes, its topic's UTF-8 length as 4
+bytes and the topic, then its state bytes exactly as stored. With a key it is HMAC-SHA256
+under that key, so someone with only database access cannot compute a consistent append.
+The PostgreSQL append computes the same bytes in SQL (``int8send``, ``uuid_send``,
+``sha256``; HMAC as ``sha256(outer || sha256(inner || message))`` from the two padded keys
+:meth:`ChainKey.pads` gives, so the key itself never reaches the database).
+
+The key comes from the file ``$LEDGER_CHAIN_KEY_FILE`` or the hex in ``$LEDGER_CHAIN_KEY``,
+read when a store opens. A ledger records whether its chain is keyed and a check value of
+the key (:meth:`ChainKey.check`) when it is created, and refuses a store opened with another
+key (an append with a wrong key would break the chain for everyone after it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import struct
+from dataclasses import dataclass
+from uuid import UUID
+
+from allocation_ledger.domain.errors import StoreUnusable
+
+GENESIS = bytes(32)
+KEY_FILE_ENV_VAR = "LEDGER_CHAIN_KEY_FILE"
+KEY_ENV_VAR = "LEDGER_CHAIN_KEY"
+_BLOCK = 64  # SHA-256's block size, HMAC's key padding
+_CHECK = b"allocation-ledger chain key check"
+_HEADER = struct.Struct(">q16sqi")
+
+
+@dataclass(frozen=True)
+class ChainKey:
+    """An HMAC key for the chain (its bytes never go into the database)."""
+
+    secret: bytes
+
+    def pads(self) -> tuple[bytes, bytes]:
+        """HMAC's inner and outer padded keys, for the PostgreSQL append."""
+        key = hashlib.sha256(self.secret).digest() if len(self.secret) > _BLOCK else self.secret
+        key = key.ljust(_BLOCK, b"\0")
+        return bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
+
+    def check(self) -> bytes:
+        """A value that tells this key from another, stored with the ledger."""
+        return hmac.new(self.secret, _CHECK, hashlib.sha256).digest()
+
+
+def key_from_environment() -> ChainKey | None:
+    """The key ``$LEDGER_CHAIN_KEY_FILE`` or ``$LEDGER_CHAIN_KEY`` (hex) names, if any."""
+    path = os.environ.get(KEY_FILE_ENV_VAR)
+    if path:
+        try:
+            with open(path, "rb") as file:
+                secret = file.read().strip()
+        except OSError as err:
+            raise StoreUnusable(f"cannot read the chain key file {path}: {err.strerror}",
+                                path=path) from err
+    else:
+        text = os.environ.get(KEY_ENV_VAR)
+        if not text:
+            return None
+        try:
+            secret = bytes.fromhex(text)
+        except ValueError as err:
+            raise StoreUnusable(f"${KEY_ENV_VAR} is not hex") from err
+    if len(secret) < 16:
+        raise StoreUnusable("the chain key is shorter than 16 bytes", length=len(secret))
+    return ChainKey(secret)
+
+
+def message(previous: bytes, position: int, stream: UUID | str, version: int, topic: str,
+            state: bytes) -> bytes:
+    """The bytes one link hashes."""
+    stream_bytes = stream.bytes if isinstance(stream, UUID) else UUID(stream).bytes
+    topic_bytes = topic.encode()
+    return b"".join((previous, _HEADER.pack(position, stream_bytes, version, len(topic_bytes)),
+                     topic_bytes, state))
+
+
+def link(previous: bytes, position: int, stream: UUID | str, version: int, topic: str,
+         state: bytes, key: ChainKey | None = None) -> bytes:
+    """The chain hash of one event, given the previous event's."""
+    data = message(previous, position, stream, version, topic, state)
+    if key is None:
+        return hashlib.sha256(data).digest()
+    return hmac.new(key.secret, data, hashlib.sha256).digest()
+
+
+def check_key(keyed: bool, stored_check: bytes | None, key: ChainKey | None,
+              where: str) -> None:
+    """Refuse a key that is not the ledger's (or a missing one, or one it does not use)."""
+    if keyed and key is None:
+        raise StoreUnusable(
+            f"the ledger at {where} has a keyed hash chain: set ${KEY_FILE_ENV_VAR} to its key",
+            store=where)
+    if not keyed and key is not None:
+        raise StoreUnusable(
+            f"the ledger at {where} has an unkeyed hash chain, but a chain key is set "
+            f"(${KEY_FILE_ENV_VAR} / ${KEY_ENV_VAR}): unset it", store=where)
+    if key is not None and stored_check is not None and not hmac.compare_digest(
+            bytes(stored_check), key.check()):
+        raise StoreUnusable(f"the chain key set is not the key of the ledger at {where}",
+                            store=where)

@@ -1,0 +1,66 @@
+"""What the audit asks the store itself: its chain's facts and its own integrity check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocation_ledger.adapters import chain
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.adapters.notifications import chain_hash
+from allocation_ledger.audit import findings as f
+from allocation_ledger.audit.findings import Finding, Where
+
+
+def chained(store: EventStore) -> bool:
+    """True when the store keeps a hash chain (SQLite and PostgreSQL do; memory does not)."""
+    return hasattr(store.recorder, "chain_facts")
+
+
+def chain_before(store: EventStore, start: int) -> bytes:
+    """The stored chain hash of the last event before ``start`` (the genesis for 1)."""
+    if start <= 1 or not chained(store):
+        return chain.GENESIS
+    recorder: Any = store.recorder
+    found: bytes | None = recorder.chain_hash_before(start)
+    return found or chain.GENESIS
+
+
+def chain_notes(store: EventStore) -> list[str]:
+    """How far the chain vouches: a ledger migrated to it is chained from then on."""
+    if not chained(store):
+        return []
+    recorder: Any = store.recorder
+    _, migrated_at, up_to = recorder.chain_facts()
+    if migrated_at is None:
+        return []
+    return [f"the chain over positions up to #{up_to} was computed by the migration of "
+            f"{migrated_at}: it proves them unchanged since then, not before"]
+
+
+def store_integrity(store: EventStore) -> list[Finding]:
+    """The database's own integrity check (SQLite's ``PRAGMA integrity_check``)."""
+    check = getattr(store.recorder, "integrity_problems", None)
+    if check is None:
+        return []
+    return [Finding.at(Where(0), f.INTEGRITY, f"the database file is damaged: {problem}")
+            for problem in check()]
+
+
+def binding_problem(store: EventStore, name: str, position: int,
+                    followed: bytes | None) -> str | None:
+    """Why read model ``name``, at ``position`` where it recorded the chain hash
+    ``followed``, no longer belongs to this ledger (``None``: it does, or it cannot tell)."""
+    if position <= 0 or not chained(store):
+        return None
+    found = store.recorder.select_notifications(position, 1)
+    rebuild = "; rebuild the read models (projections rebuild)"
+    if not found or found[0].id != position:
+        head = store.recorder.max_notification_id() or 0
+        return (f"read model {name} is at position {position}, but the ledger has no event "
+                f"there (it ends at {head}): the ledger was truncated or restored from an "
+                f"older copy{rebuild}")
+    if followed is not None and chain_hash(found[0]) != followed:
+        return (f"read model {name} followed another history: the ledger's event at "
+                f"position {position} is not the one it applied (restored from an older "
+                f"copy, or rewritten){rebuild}")
+    return None

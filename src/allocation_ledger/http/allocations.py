@@ -1,0 +1,155 @@
+"""``/allocations/{consumer_uuid}``, ``POST /allocations`` and
+``/resource_providers/{uuid}/allocations``.
+
+The body's shape follows the version: a list of ``{"resource_provider": {"uuid"},
+"resources"}`` before 1.12, a dict by provider from 1.12; ``project_id`` and ``user_id``
+required from 1.8 (before, absent ones become Placement's incomplete-consumer ids);
+``consumer_generation`` required from 1.28 (``null`` for a new consumer), and before 1.28 the
+current generation is taken, so a write never checks it; ``consumer_type`` from 1.38.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocation_ledger.application.views import ConsumerView
+from allocation_ledger.domain.errors import ProviderNotFound
+from allocation_ledger.http import errors, shapes
+from allocation_ledger.http.context import Ctx, Reply
+from allocation_ledger.http.providers import found
+
+INCOMPLETE = "00000000-0000-0000-0000-000000000000"  # Placement's incomplete_consumer ids
+DEFAULT_CONSUMER_TYPE = "INSTANCE"
+
+
+def _resources(value: Any, where: str) -> dict[str, int]:
+    resources = shapes.obj(value, where=where)
+    if not resources:
+        raise shapes.invalid(f"{where} does not have enough properties")
+    for rc in resources:
+        shapes.typed(resources, rc, "integer")
+    return resources
+
+
+def _by_provider(ctx: Ctx, value: Any) -> dict[str, dict[str, int]]:
+    """The allocations of one consumer in the version's format -> provider -> class -> n."""
+    if not ctx.at_least(1, 12):
+        if not isinstance(value, list) or not value:
+            raise shapes.invalid("allocations must be a non-empty array")
+        out: dict[str, dict[str, int]] = {}
+        for item in value:
+            entry = shapes.obj(item, required=("resource_provider", "resources"),
+                               where="allocation")
+            rp = shapes.obj(entry["resource_provider"], required=("uuid",),
+                            where="resource_provider")
+            uuid = shapes.typed(rp, "uuid", "string")
+            out[uuid] = _resources(entry["resources"], f"resources of {uuid}")
+        return out
+    allocations = shapes.obj(value, where="allocations")
+    return {rp: _resources(shapes.obj(entry, required=("resources",),
+                                      allowed=("generation",), where=rp)["resources"],
+                           f"resources of {rp}")
+            for rp, entry in allocations.items()}
+
+
+def _required(ctx: Ctx) -> tuple[str, ...]:
+    keys: tuple[str, ...] = ("allocations",)
+    keys += ("project_id", "user_id") if ctx.at_least(1, 8) else ()
+    keys += ("consumer_generation",) if ctx.at_least(1, 28) else ()
+    keys += ("consumer_type",) if ctx.at_least(1, 38) else ()
+    return keys
+
+
+def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One consumer's write for :meth:`Ledger.write_allocations` from its request body."""
+    allowed = {"project_id", "user_id", "consumer_generation", "consumer_type", "mappings"}
+    data = shapes.obj(data, required=_required(ctx), allowed=allowed,
+                      where=f"consumer {consumer_uuid}")
+    allocations = _by_provider(ctx, data["allocations"])
+    if not allocations and not ctx.at_least(1, 28):
+        raise shapes.invalid("allocations does not have enough properties")
+    # Reading the consumer costs a round trip: only the versions that need it pay it.
+    current = None if ctx.at_least(1, 38) else ctx.ledger.consumer(consumer_uuid)
+    if current is None:
+        generation = shapes.typed(data, "consumer_generation", "integer", "null")
+        consumer_type = shapes.typed(data, "consumer_type", "string")
+    else:
+        generation = (shapes.typed(data, "consumer_generation", "integer", "null")
+                      if ctx.at_least(1, 28) else current.generation)
+        consumer_type = current.consumer_type or DEFAULT_CONSUMER_TYPE
+    return {
+        "consumer_uuid": consumer_uuid,
+        "allocations": allocations,
+        "expected_generation": generation,
+        "project_id": shapes.typed(data, "project_id", "string") or INCOMPLETE,
+        "user_id": shapes.typed(data, "user_id", "string") or INCOMPLETE,
+        "consumer_type": consumer_type,
+    }
+
+
+def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
+    """Write, or do nothing when every consumer is emptied and already holds nothing."""
+    live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None]
+    if live:
+        try:
+            ctx.ledger.write_allocations(live, request=ctx.meta())
+        except ProviderNotFound as err:  # Placement: an unknown provider is a bad request
+            raise errors.HTTPError(400, f"Unable to allocate inventory: {err.message}") from err
+    return Reply(204)
+
+
+def put_allocations(ctx: Ctx) -> Reply:
+    """``PUT /allocations/{consumer_uuid}``: replace one consumer's allocations (204)."""
+    consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    return _apply(ctx, [_write(ctx, consumer, ctx.json())])
+
+
+def post_allocations(ctx: Ctx) -> Reply:
+    """``POST /allocations`` (1.13): several consumers in one atomic write (204)."""
+    data = shapes.obj(ctx.json())
+    writes = [_write(ctx, shapes.uuid_param(c, "consumer_uuid"), body)
+              for c, body in data.items()]
+    if not writes:
+        raise shapes.invalid("body does not have enough properties")
+    return _apply(ctx, writes)
+
+
+def show_allocations(ctx: Ctx) -> Reply:
+    """``GET /allocations/{consumer_uuid}``: ``{"allocations": {}}`` when it holds nothing."""
+    view = ctx.ledger.consumer(shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid"))
+    return Reply(body=serialize_consumer(ctx, view))
+
+
+def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
+    """A consumer's allocations as Placement shows them at the request's version."""
+    body: dict[str, Any] = {"allocations": {
+        rp: {"generation": ctx.ledger.provider(rp).generation, "resources": dict(r)}
+        for rp, r in view.allocations.items()}}
+    if view.allocations and ctx.at_least(1, 12):
+        body["project_id"], body["user_id"] = view.project_id, view.user_id
+        if ctx.at_least(1, 28):
+            body["consumer_generation"] = view.generation
+        if ctx.at_least(1, 38):
+            body["consumer_type"] = view.consumer_type
+    return body
+
+
+def delete_allocations(ctx: Ctx) -> Reply:
+    """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing."""
+    consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    if not ctx.ledger.force_release(consumer, request=ctx.meta()):
+        raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'")
+    return Reply(204)
+
+
+def provider_allocations(ctx: Ctx) -> Reply:
+    """``GET /resource_providers/{uuid}/allocations``: every consumer on one provider."""
+    view = found(ctx, ctx.params["uuid"])
+    allocations: dict[str, Any] = {}
+    for held in ctx.ledger.reads.holdings_on(view.provider_uuid):
+        entry: dict[str, Any] = {"resources": dict(held.resources)}
+        if ctx.at_least(1, 28):
+            entry["consumer_generation"] = held.generation
+        allocations[held.consumer_uuid] = entry
+    return Reply(body={"allocations": allocations,
+                       "resource_provider_generation": view.generation})

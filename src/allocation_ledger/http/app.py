@@ -1,0 +1,80 @@
+"""The application factory: every route, its handler and the version it starts at."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.http import (
+    allocations,
+    errors,
+    inventories,
+    ledger_routes,
+    microversion,
+    providers,
+    resource_classes,
+    root,
+    usages,
+)
+from allocation_ledger.http.auth import Tokens
+from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
+from allocation_ledger.http.context import respond as _respond
+
+RP = "/resource_providers/{uuid}"
+# Placement answers 404 before a handler's first version, except these (405).
+TOO_EARLY_405 = {inventories.delete_inventories}
+
+# path, method, handler, first microversion
+ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
+    ("/", "GET", root.home, (1, 0)),
+    ("/resource_providers", "GET", providers.list_providers, (1, 0)),
+    ("/resource_providers", "POST", providers.create_provider, (1, 0)),
+    (RP, "GET", providers.show_provider, (1, 0)),
+    (RP, "PUT", providers.update_provider, (1, 0)),
+    (RP, "DELETE", providers.delete_provider, (1, 0)),
+    (RP + "/inventories", "GET", inventories.list_inventories, (1, 0)),
+    (RP + "/inventories", "PUT", inventories.set_inventories, (1, 0)),
+    (RP + "/inventories", "POST", inventories.create_inventory, (1, 0)),
+    (RP + "/inventories", "DELETE", inventories.delete_inventories, (1, 5)),
+    (RP + "/inventories/{resource_class}", "GET", inventories.show_inventory, (1, 0)),
+    (RP + "/inventories/{resource_class}", "PUT", inventories.update_inventory, (1, 0)),
+    (RP + "/inventories/{resource_class}", "DELETE", inventories.delete_inventory, (1, 0)),
+    (RP + "/usages", "GET", usages.provider_usages, (1, 0)),
+    (RP + "/allocations", "GET", allocations.provider_allocations, (1, 0)),
+    ("/usages", "GET", usages.total_usages, (1, 9)),
+    ("/allocations", "POST", allocations.post_allocations, (1, 13)),
+    ("/allocations/{consumer_uuid}", "GET", allocations.show_allocations, (1, 0)),
+    ("/allocations/{consumer_uuid}", "PUT", allocations.put_allocations, (1, 0)),
+    ("/allocations/{consumer_uuid}", "DELETE", allocations.delete_allocations, (1, 0)),
+    ("/resource_classes", "GET", resource_classes.list_classes, (1, 2)),
+    ("/resource_classes", "POST", resource_classes.create_class, (1, 2)),
+    ("/resource_classes/{name}", "GET", resource_classes.show_class, (1, 2)),
+    ("/resource_classes/{name}", "PUT", resource_classes.put_class, (1, 2)),
+    ("/resource_classes/{name}", "DELETE", resource_classes.delete_class, (1, 2)),
+    *ledger_routes.ROUTES,
+)
+
+
+def create_app(ledger: Ledger, tokens: Tokens | None = None) -> Starlette:
+    """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
+    listing providers, a provider's allocations and project usages read the projections).
+    """
+    tokens = tokens or Tokens(None)
+    routes = [Route(path, endpoint(ledger, tokens, handler, since,
+                                   405 if handler in TOO_EARLY_405 else 404), methods=[method])
+              for path, method, handler, since in ROUTES]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Unknown routes (404) and methods (405) in Placement's error document."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    request_id = request_id_of(request.headers.get(REQUEST_ID))
+    err = errors.HTTPError(status, str(getattr(exc, "detail", "")) or "error")
+    headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,
+                    request_id)

@@ -1,0 +1,138 @@
+"""``/resource_providers/{uuid}/inventories`` and ``.../inventories/{resource_class}``.
+
+Every write checks the provider generation the body names (409
+``placement.concurrent_update`` when stale). Placement's quirk is kept: deleting one class
+that is still allocated answers ``placement.concurrent_update``, the whole-set writes
+``placement.inventory.inuse``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from allocation_ledger.application.views import ProviderView
+from allocation_ledger.domain.errors import InventoryInUse
+from allocation_ledger.http import errors, shapes
+from allocation_ledger.http.context import Ctx, Reply
+from allocation_ledger.http.providers import found
+
+FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+
+
+def _inventories(view: ProviderView) -> dict[str, Any]:
+    return {"inventories": {rc: asdict(inv) for rc, inv in view.inventories.items()},
+            "resource_provider_generation": view.generation}
+
+
+def _one(view: ProviderView, rc: str) -> dict[str, Any]:
+    return {**asdict(view.inventories[rc]), "resource_provider_generation": view.generation}
+
+
+def _record(ctx: Ctx, data: dict[str, Any], where: str) -> dict[str, Any]:
+    shapes.obj(data, required=("total",), allowed=(*FIELDS, "resource_provider_generation"),
+               where=where)
+    record = {k: shapes.typed(data, k, "number" if k == "allocation_ratio" else "integer")
+              for k in FIELDS if k in data}
+    reserved = record.get("reserved", 0)
+    if not ctx.at_least(1, 26) and reserved >= record["total"]:
+        raise errors.HTTPError(400, f"Unable to update inventory: reserved "
+                                    f"{reserved} must be less than total "
+                                    f"{record['total']} (equal is allowed from 1.26)")
+    return record
+
+
+def _generation(data: dict[str, Any], view: ProviderView) -> int:
+    """The generation a write names, checked against the provider's (POST may omit it)."""
+    if "resource_provider_generation" not in data:
+        return view.generation
+    generation = shapes.typed(data, "resource_provider_generation", "integer")
+    if generation != view.generation:
+        raise errors.HTTPError(409, f"resource provider generation conflict: expected "
+                                    f"{generation}, actual {view.generation}",
+                               errors.CONCURRENT_UPDATE)
+    return int(generation)
+
+
+def _class_of(ctx: Ctx, view: ProviderView) -> str:
+    rc = ctx.params["resource_class"]
+    if rc not in view.inventories:
+        raise errors.HTTPError(404, f"No inventory of class {rc} for {view.provider_uuid}")
+    return rc
+
+
+def list_inventories(ctx: Ctx) -> Reply:
+    """``GET .../inventories``."""
+    return Reply(body=_inventories(found(ctx, ctx.params["uuid"])))
+
+
+def set_inventories(ctx: Ctx) -> Reply:
+    """``PUT .../inventories``: replace the whole set."""
+    view = found(ctx, ctx.params["uuid"])
+    data = shapes.obj(ctx.json(), required=("resource_provider_generation", "inventories"))
+    inventories = shapes.typed(data, "inventories", "object")
+    records = {rc: _record(ctx, shapes.obj(v, where=rc), rc) for rc, v in inventories.items()}
+    generation = _generation(data, view)
+    new = ctx.ledger.set_inventories(view.provider_uuid, records, generation,
+                                     request=ctx.meta())
+    return Reply(body=_inventories(new))
+
+
+def create_inventory(ctx: Ctx) -> Reply:
+    """``POST .../inventories``: add one class (409 when it is already there)."""
+    view = found(ctx, ctx.params["uuid"])
+    data = shapes.obj(ctx.json(), required=("resource_class", "total"),
+                      allowed=(*FIELDS, "resource_provider_generation"))
+    rc = shapes.typed(data, "resource_class", "string")
+    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc)
+    generation = _generation(data, view)
+    if rc in view.inventories:
+        raise errors.HTTPError(409, f"Update conflict: Inventory for {rc} on resource "
+                                    f"provider {view.provider_uuid} already exists.",
+                               errors.CONCURRENT_UPDATE)
+    new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
+                                   request=ctx.meta())
+    location = f"/resource_providers/{view.provider_uuid}/inventories/{rc}"
+    return Reply(201, _one(new, rc), {"location": location})
+
+
+def delete_inventories(ctx: Ctx) -> Reply:
+    """``DELETE .../inventories`` (1.5): remove every class."""
+    view = found(ctx, ctx.params["uuid"])
+    ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, request=ctx.meta())
+    return Reply(204)
+
+
+def show_inventory(ctx: Ctx) -> Reply:
+    """``GET .../inventories/{rc}``."""
+    view = found(ctx, ctx.params["uuid"])
+    return Reply(body=_one(view, _class_of(ctx, view)))
+
+
+def update_inventory(ctx: Ctx) -> Reply:
+    """``PUT .../inventories/{rc}``: change one class (400 when the provider lacks it)."""
+    view = found(ctx, ctx.params["uuid"])
+    data = shapes.obj(ctx.json(), required=("resource_provider_generation", "total"),
+                      allowed=FIELDS)
+    rc = ctx.params["resource_class"]
+    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc)
+    generation = _generation(data, view)
+    if rc not in view.inventories:
+        raise errors.HTTPError(400, f"No inventory record with resource class {rc} for "
+                                    f"resource provider {view.provider_uuid}")
+    new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
+                                   request=ctx.meta())
+    return Reply(body=_one(new, rc))
+
+
+def delete_inventory(ctx: Ctx) -> Reply:
+    """``DELETE .../inventories/{rc}``: 404 when absent, 409 while allocated."""
+    view = found(ctx, ctx.params["uuid"])
+    rc = _class_of(ctx, view)
+    try:
+        ctx.ledger.delete_inventory(view.provider_uuid, rc, view.generation,
+                                    request=ctx.meta())
+    except InventoryInUse as err:
+        raise errors.HTTPError(409, f"Unable to delete inventory of class {rc}: "
+                                    f"{err.message}", errors.CONCURRENT_UPDATE) from err
+    return Reply(204)

@@ -1,0 +1,124 @@
+"""``/resource_providers`` and ``/resource_providers/{uuid}``."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from allocation_ledger.application.views import ProviderView
+from allocation_ledger.domain.errors import ProviderNotFound
+from allocation_ledger.http import errors, shapes
+from allocation_ledger.http.context import Ctx, Reply
+
+
+def _links(ctx: Ctx, uuid: str) -> list[dict[str, str]]:
+    url = f"/resource_providers/{uuid}"
+    rels = ["inventories", "usages"]
+    rels += ["aggregates"] if ctx.at_least(1, 1) else []
+    rels += ["traits"] if ctx.at_least(1, 6) else []
+    rels += ["allocations"] if ctx.at_least(1, 11) else []
+    return [{"rel": "self", "href": url}] + [{"rel": r, "href": f"{url}/{r}"} for r in rels]
+
+
+def _serialize(ctx: Ctx, uuid: str, name: str, generation: int, parent: str | None,
+               root: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"uuid": uuid, "name": name, "generation": generation,
+                            "links": _links(ctx, uuid)}
+    if ctx.at_least(1, 14):
+        data["parent_provider_uuid"] = parent
+        data["root_provider_uuid"] = root
+    return data
+
+
+def serialize_view(ctx: Ctx, v: ProviderView) -> dict[str, Any]:
+    """A provider as Placement shows it at the request's version."""
+    return _serialize(ctx, v.provider_uuid, v.name, v.generation, v.parent_uuid, v.root_uuid)
+
+
+def found(ctx: Ctx, uuid: str) -> ProviderView:
+    """The provider a path names; Placement's 404 when it does not exist."""
+    try:
+        return ctx.ledger.provider(shapes.uuid_param(uuid, "resource provider uuid"))
+    except ProviderNotFound:
+        raise errors.HTTPError(404, f"No resource provider with uuid {uuid} found",
+                               errors.PROVIDER_NOT_FOUND) from None
+
+
+def list_providers(ctx: Ctx) -> Reply:
+    """``GET /resource_providers``: filters ``uuid``, ``name``, ``in_tree`` (1.14); aggregates
+    (``member_of``), traits and ``resources`` are not kept by the ledger: 400."""
+    allowed = {"uuid", "name"} | ({"in_tree"} if ctx.at_least(1, 14) else set())
+    for unsupported in ("member_of", "resources", "required"):
+        if unsupported in ctx.query:
+            raise errors.HTTPError(400, f"the ledger does not filter providers by "
+                                        f"{unsupported}")
+    q = shapes.query(ctx.query, allowed)
+    rows = ctx.ledger.reads.providers()
+    if "uuid" in q:
+        uuid = shapes.uuid_param(q["uuid"], "uuid")
+        rows = [r for r in rows if r.provider_uuid == uuid]
+    if "name" in q:
+        rows = [r for r in rows if r.name == q["name"]]
+    if "in_tree" in q:
+        tree = shapes.uuid_param(q["in_tree"], "in_tree")
+        roots = {r.root_uuid for r in rows if r.provider_uuid == tree}
+        rows = [r for r in rows if r.root_uuid in roots]
+    return Reply(body={"resource_providers": [
+        _serialize(ctx, r.provider_uuid, r.name, r.generation, r.parent_uuid, r.root_uuid)
+        for r in rows]})
+
+
+def create_provider(ctx: Ctx) -> Reply:
+    """``POST /resource_providers``: 201 and a Location (before 1.20), 200 and the provider
+    (1.20 on); 409 ``placement.duplicate_name`` for a taken name or UUID."""
+    allowed = {"uuid", "parent_provider_uuid"} if ctx.at_least(1, 14) else {"uuid"}
+    data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
+    name = shapes.typed(data, "name", "string")
+    uuid = shapes.typed(data, "uuid", "string") or str(uuid4())
+    parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
+    _name_is_free(ctx, name)
+    try:
+        view = ctx.ledger.register_provider(uuid, name, parent_uuid=parent, request=ctx.meta())
+    except ProviderNotFound as err:
+        raise errors.HTTPError(400, f"parent provider {parent} does not exist: {err}") from err
+    location = {"location": f"/resource_providers/{view.provider_uuid}"}
+    if ctx.at_least(1, 20):
+        return Reply(200, serialize_view(ctx, view), location)
+    return Reply(201, None, location)
+
+
+def show_provider(ctx: Ctx) -> Reply:
+    """``GET /resource_providers/{uuid}``."""
+    return Reply(body=serialize_view(ctx, found(ctx, ctx.params["uuid"])))
+
+
+def update_provider(ctx: Ctx) -> Reply:
+    """``PUT /resource_providers/{uuid}``: rename (409 ``placement.duplicate_name`` for a
+    taken name). The ledger does not re-parent providers: a changed parent is a 400."""
+    view = found(ctx, ctx.params["uuid"])
+    allowed = {"parent_provider_uuid"} if ctx.at_least(1, 14) else set()
+    data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
+    name = shapes.typed(data, "name", "string")
+    parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
+    if "parent_provider_uuid" in data and parent != view.parent_uuid:
+        raise errors.HTTPError(400, "the ledger does not re-parent providers (parent of "
+                                    f"{view.provider_uuid} stays {view.parent_uuid})")
+    if name != view.name:
+        _name_is_free(ctx, name)
+        view = ctx.ledger.rename_provider(view.provider_uuid, name, view.generation,
+                                          request=ctx.meta())
+    return Reply(body=serialize_view(ctx, view))
+
+
+def _name_is_free(ctx: Ctx, name: str) -> None:
+    if any(r.name == name for r in ctx.ledger.reads.providers()):
+        raise errors.HTTPError(409, f"Conflicting resource provider name: {name} already "
+                                    "exists.", errors.DUPLICATE_NAME)
+
+
+def delete_provider(ctx: Ctx) -> Reply:
+    """``DELETE /resource_providers/{uuid}``: 204; 409 ``...inuse`` with allocations, 409
+    ``...cannot_delete_parent`` with children."""
+    view = found(ctx, ctx.params["uuid"])
+    ctx.ledger.delete_provider(view.provider_uuid, view.generation, request=ctx.meta())
+    return Reply(204)

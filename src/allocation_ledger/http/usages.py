@@ -1,0 +1,40 @@
+"""``/resource_providers/{uuid}/usages`` and ``/usages`` (1.9; by consumer type from 1.38),
+the totals Nova counts quotas with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocation_ledger.http import errors, shapes
+from allocation_ledger.http.context import Ctx, Reply
+from allocation_ledger.http.providers import found
+
+
+def provider_usages(ctx: Ctx) -> Reply:
+    """``GET /resource_providers/{uuid}/usages``: every class with inventory, 0 when unused."""
+    view = found(ctx, ctx.params["uuid"])
+    return Reply(body={"resource_provider_generation": view.generation,
+                       "usages": view.usages})
+
+
+def total_usages(ctx: Ctx) -> Reply:
+    """``GET /usages?project_id=&user_id=[&consumer_type=]``."""
+    by_type = ctx.at_least(1, 38)
+    q = shapes.query(ctx.query, {"project_id", "user_id"} | ({"consumer_type"} if by_type
+                                                              else set()))
+    if "project_id" not in q:
+        raise errors.HTTPError(400, "Invalid query string parameters: 'project_id' is a "
+                                    "required property")
+    consumer_type = q.get("consumer_type")
+    rows = ctx.ledger.reads.project_usages(
+        q["project_id"], q.get("user_id"),
+        None if consumer_type in (None, "all") else consumer_type)
+    if by_type:
+        usages: dict[str, Any] = {
+            r.consumer_type: {**r.usages, "consumer_count": r.consumer_count} for r in rows}
+        return Reply(body={"usages": usages})
+    totals: dict[str, int] = {}
+    for r in rows:
+        for rc, n in r.usages.items():
+            totals[rc] = totals.get(rc, 0) + n
+    return Reply(body={"usages": totals})

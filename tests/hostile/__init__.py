@@ -1,0 +1,1 @@
+"""Hostile and careless input: the API, the read side and the command line under bad values."""

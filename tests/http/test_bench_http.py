@@ -1,0 +1,44 @@
+"""The HTTP benchmark's smallest run works and the claims it counts were really made."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from allocation_ledger.bench import over_http
+from allocation_ledger.bench.over_http import Figure, measure, report
+from allocation_ledger.bench.scratch import scratch_store
+from allocation_ledger.bootstrap import open_ledger
+from allocation_ledger.http.server import spawned
+
+
+def test_the_smallest_run_prints_ratios(tmp_path: Path) -> None:
+    figures = measure(["sqlite"], 20, [1, 2], "postgresql://unused", tmp_path)
+    assert [(f.store, sorted(f.over_http)) for f in figures] == [("sqlite", [1, 2])]
+    assert figures[0].in_process > 0 and all(r > 0 for r in figures[0].ratios().values())
+    assert "HTTP x2" in report(figures)
+
+
+def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
+    with scratch_store("sqlite", tmp_path, "postgresql://unused", "t") as url:
+        with spawned(url) as port:
+            over_http.over_http(port, 2, 10)
+        with open_ledger(url, read_side=True) as ledger:
+            hosts = ledger.reads.providers()
+            assert len(hosts) == 2
+            assert [ledger.provider(h.provider_uuid).usages for h in hosts] == [
+                {"VCPU": 5}, {"VCPU": 5}]
+
+
+def test_the_script_runs(tmp_path: Path) -> None:
+    script = Path(__file__).parents[2] / "scripts" / "bench_http.py"
+    done = subprocess.run([sys.executable, str(script), "--claims", "10", "--clients", "1",
+                           "--stores", "sqlite", "--json"], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert '"ratios"' in done.stdout
+
+
+def test_a_figure_divides_by_the_in_process_rate() -> None:
+    assert Figure("sqlite", 10, 200.0, {1: 100.0, 8: 300.0}).ratios() == {1: 0.5, 8: 1.5}

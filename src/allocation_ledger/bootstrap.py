@@ -13,7 +13,7 @@ import psycopg
 from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters import chain, deploy
-from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.config import SESSION_ATTRS_KEY, StoreConfig, parse_url
@@ -42,7 +42,8 @@ def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventSto
     config = parse_url(url)
     if not create:
         _check_file(config)
-        config = StoreConfig(config.url, config.kind, {**config.env, "CREATE_TABLE": "n"})
+        read_only = {"CREATE_TABLE": "n", CREATE_LEDGER: "n"}
+        config = StoreConfig(config.url, config.kind, {**config.env, **read_only})
     try:
         with _schema_lock(config):
             store = EventStore(env=config.env)

@@ -16,10 +16,11 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Recording, StoredEvent
-from eventsourcing.utils import Environment, EnvType
+from eventsourcing.utils import Environment, EnvType, strtobool
 
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
+from allocation_ledger.adapters.sqlite import QueuedSQLiteApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 
@@ -34,6 +35,11 @@ def project(aggregate: Any, events: Iterable[Any]) -> Any:
 
 #: Snapshot every so many events, so a cold process never replays a long stream whole.
 SNAPSHOT_INTERVAL = 200
+
+
+#: Set to "n" in a store's settings to open it for reading: nothing is created (the
+#: library's own ``CREATE_TABLE`` is already off for PostgreSQL, whose schema is created here).
+CREATE_LEDGER = "CREATE_LEDGER"
 
 
 class EventStore(Application[UUID]):
@@ -52,12 +58,16 @@ class EventStore(Application[UUID]):
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
         super().__init__(env=dict(env))
+        create = strtobool(env.get(CREATE_LEDGER, "y"))
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)
             # the schema is created where there is none, and only then (the library's
-            # create-on-open is off for PostgreSQL: a role without DDL rights opens it)
-            if self.recorder.prepare() and self.snapshots is not None:
+            # create-on-open is off for PostgreSQL: a role without DDL rights opens it);
+            # a store opened to be read creates nothing
+            if self.recorder.prepare(create=create) and self.snapshots is not None:
                 self.snapshots.recorder.create_table()  # type: ignore[attr-defined]
+        elif isinstance(self.recorder, QueuedSQLiteApplicationRecorder) and not create:
+            self.recorder.verify()  # the checks the library's create_table would have run
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's

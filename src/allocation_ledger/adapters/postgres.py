@@ -96,11 +96,15 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         step, ``allocation-ledger db init``)."""
         super().create_table()
 
-    def prepare(self) -> bool:
+    def prepare(self, *, create: bool = True) -> bool:
         """Create the schema where there is none (True), else create nothing, so a role
-        without DDL rights opens it; refuse an unmigrated ledger or a wrong chain key."""
+        without DDL rights opens it; refuse an unmigrated ledger or a wrong chain key. With
+        ``create`` false (a store opened to be read) a missing schema is left as it is, for
+        the caller to report."""
         with self.datastore.transaction(commit=False) as curs:
             state = schema_state(curs, self.names)
+        if state == ABSENT and not create:
+            return False
         if state == UNCHAINED:
             raise StoreUnusable(
                 f"the ledger in schema {self.names.schema} has no hash chain yet: run "

@@ -81,12 +81,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         """Check the file, create what is missing, refuse an unmigrated ledger or a wrong
         key."""
         with self.datastore.transaction(commit=True) as c:
-            if self.lock_path is not None:
-                quick_check(c, self.where)
-            if _columns(c, self.events_table_name) and not self.chained(c):
-                raise StoreUnusable(
-                    f"the ledger at {self.where} has no hash chain yet: run "
-                    "`allocation-ledger db init` to migrate it", store=self.where)
+            self._check_file(c)
             self._create_table(c)
             c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
             found = c.fetchone()
@@ -96,6 +91,27 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
                           (key is not None, key.check() if key else None))
             else:
                 chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+
+    def verify(self) -> None:
+        """The checks of :meth:`create_table`, creating nothing (a store opened to be read):
+        a damaged file, an unmigrated ledger or a wrong key is refused; a file with no ledger
+        tables is left for the caller to report."""
+        with self.datastore.transaction(commit=False) as c:
+            self._check_file(c)
+            if not self.chained(c):
+                return
+            c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
+            found = c.fetchone()
+        if found is not None:
+            chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+
+    def _check_file(self, c: SQLiteCursor) -> None:
+        if self.lock_path is not None:
+            quick_check(c, self.where)
+        if _columns(c, self.events_table_name) and not self.chained(c):
+            raise StoreUnusable(
+                f"the ledger at {self.where} has no hash chain yet: run "
+                "`allocation-ledger db init` to migrate it", store=self.where)
 
     def chain_facts(self) -> tuple[bool, str | None, int | None]:
         """Whether the chain is keyed; when and up to where a migration computed it."""

@@ -43,11 +43,16 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for kind, result in results["stores"].items():
-        assert set(result) == {"single", "chain", "threads", "writers", "moves", "batches",
-                               "history", "breakdown"}
+        assert set(result) == {"single", "command_ids", "chain", "threads", "writers", "moves",
+                               "batches", "history", "breakdown"}
         assert_figure(result["single"])
         assert_figure(result["threads"])
         assert result["threads"]["threads"] == 32
+        ids = result["command_ids"]
+        assert ids["ids_vs_without"] == pytest.approx(
+            ids["with_ids"]["rate"] / ids["without_ids"]["rate"], rel=0.01)
+        assert min(ids[k]["count"] for k in ("with_ids", "without_ids", "plain",
+                                             "unrecorded")) > 0
         if kind == "memory":
             assert result["chain"] is None  # the in-memory store keeps no chain
         else:
@@ -87,12 +92,13 @@ def test_growth_is_valid_history() -> None:
     with open_ledger("memory://") as ledger:
         host = a_host(ledger)
         before = ledger_size(ledger)
+        registered = ledger.provider(host).generation
 
         size = grow(ledger, host, 2_000)
 
         assert size == ledger_size(ledger) >= 2_000
         view = ledger.provider(host)
-        # Registration made the host's first ``before`` events; half the growth is its own.
-        assert view.generation == before + (size - before) // 2
+        # Half the growth is the host's own.
+        assert view.generation == registered + (size - before) // 2
         assert view.usages == dict.fromkeys(FLAVOUR, 0)
         assert_invariants(ledger)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from allocation_ledger.domain.errors import (
+    CommandIdReused,
     ConcurrentUpdate,
     Conflict,
     ConsumerGenerationConflict,
@@ -33,6 +34,7 @@ from allocation_ledger.domain.errors import (
     MigrationNotFound,
     NestedAllocationMove,
     NotFound,
+    OutcomeUnknown,
     ProviderExists,
     ProviderGenerationConflict,
     ProviderHasChildren,
@@ -40,6 +42,7 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
     ReadModelsDiverged,
     ResourceClassNotOnProvider,
+    StoreLost,
     StoreNotFound,
     StoreUnavailable,
     StoreUnusable,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from allocation_ledger.bootstrap import open_ledger
 
 __all__ = [
+    "CommandIdReused",
     "ConcurrentUpdate",
     "Conflict",
     "ConsumerGenerationConflict",
@@ -69,6 +73,7 @@ __all__ = [
     "MigrationNotFound",
     "NestedAllocationMove",
     "NotFound",
+    "OutcomeUnknown",
     "ProviderExists",
     "ProviderGenerationConflict",
     "ProviderHasChildren",
@@ -76,6 +81,7 @@ __all__ = [
     "ProviderNotFound",
     "ReadModelsDiverged",
     "ResourceClassNotOnProvider",
+    "StoreLost",
     "StoreNotFound",
     "StoreUnavailable",
     "StoreUnusable",

@@ -6,7 +6,11 @@
   ``?host=/var/run/postgresql``, ``?options=...``) passed through to libpq, and whatever the
   URL leaves out taken by libpq from the ``PG*`` variables (``PGUSER``, ``PGHOST``,
   ``PGPASSWORD``, ``PGSSLMODE``...) or ``~/.pgpass``; plus the ledger's own parameters
-  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``
+  ``schema``, ``pool_size``, ``max_overflow``, ``lock_timeout``. Several hosts
+  (``postgresql://h1:5432,h2:5433/db?target_session_attrs=read-write``) are tried in turn
+  by libpq, which with ``read-write`` connects only to the primary: after a failover the
+  ledger's next connection finds the promoted standby. libpq's ``connect_timeout`` also
+  bounds how long the ledger waits for a connection from its pool
 - ``memory://`` (an in-process store, for tests and experiments)
 
 The URL comes from the caller, else the ``LEDGER_URL`` environment variable, else the
@@ -159,6 +163,8 @@ def postgres_env(url: str) -> dict[str, str]:
     }
     if "schema" in ours:
         env["POSTGRES_SCHEMA"] = ours["schema"]
+    if params.get("connect_timeout"):  # else the pool waits 30 s for a lost server
+        env["POSTGRES_CONNECT_TIMEOUT"] = params["connect_timeout"]
     return env
 
 

@@ -55,11 +55,11 @@ def test_state_before_between_and_after_events(
 def test_a_time_maps_to_the_last_position_at_or_before_it(
     ledger: Ledger, clock: FrozenDateTimeFactory
 ) -> None:
-    a_host(ledger)  # positions 1 and 2 (registered, inventory set)
+    a_host(ledger)  # positions 1 to 3 (the command's record, registered, inventory set)
     clock.move_to(at(10))
-    a_host(ledger)  # positions 3 and 4
+    a_host(ledger)  # positions 4 to 6
     store = ledger.store
-    first, last = (store.recorder.select_notifications(1, 10)[i].id for i in (1, 3))
+    first, last = (store.recorder.select_notifications(1, 10)[i].id for i in (2, 5))
     assert cut(store, when=at(-1)) == 0
     assert cut(store, when=at(0)) == first
     assert cut(store, when=at(9)) == first

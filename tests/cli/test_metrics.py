@@ -44,8 +44,10 @@ def test_projection_lag_is_served_over_http(tmp_path: Path) -> None:
             ReadModels.of(ledger) as read:
         a_host(ledger)
         read.resume()
-        a_host(ledger)  # two events the read models have not seen
+        seen = ledger.store.recorder.max_notification_id()
+        a_host(ledger)  # its events and its command record: the read models have not seen them
         head = ledger.store.recorder.max_notification_id()
+        assert head is not None and seen is not None and head - seen == 3
         metrics = LedgerMetrics(ledger.store, positions=read.positions)
         server = metrics.serve(0)
         try:
@@ -55,8 +57,8 @@ def test_projection_lag_is_served_over_http(tmp_path: Path) -> None:
         finally:
             server.shutdown()
     assert found["ledger_head_position"] == head
-    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 2
-    assert found['ledger_projection_position{projection="host_usage"}'] == head - 2
+    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 3
+    assert found['ledger_projection_position{projection="host_usage"}'] == head - 3
 
 
 def test_the_metrics_command_prints_text_or_json(

@@ -121,3 +121,47 @@ def test_many_threads_never_oversubscribe_and_every_generation_is_exact(
     assert ledger.provider(host).usages["VCPU"] == 50
     holders = [vm for vm in vms if ledger.consumer(vm).generation == 1]
     assert len(holders) == 50
+
+
+
+def test_commands_with_a_callers_id_run_alone_and_are_recorded(ledger: Ledger) -> None:
+    """A caller's command id is checked against its own record: such a command never joins
+    a group (it goes out while a group is held), appends its record with its events, and a
+    retry replays it; the commands without one still share an append."""
+    host = a_host(ledger, vcpu=10)
+    with_ids, without = [new_id() for _ in range(3)], [new_id() for _ in range(3)]
+
+    def claim(vm: str, command_id: str | None = None) -> Any:
+        return ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p", user_id="u",
+                            command_id=command_id)
+
+    gate, leading = threading.Event(), threading.Event()
+
+    def hold(_: object) -> None:
+        leading.set()
+        gate.wait(30)
+
+    with ThreadPoolExecutor(len(without) + 1) as pool:
+        first = pool.submit(ledger.commits.run, hold)
+        assert leading.wait(30)
+        alone = [claim(vm, f"cmd-{vm}") for vm in with_ids]  # while the group is held
+        futures = []
+        for queued, vm in enumerate(without, 1):
+            futures.append(pool.submit(claim, vm))
+            deadline = time.monotonic() + 30
+            while ledger.commits.waiting < queued and time.monotonic() < deadline:
+                time.sleep(0.001)
+        gate.set()
+        first.result()
+        grouped = [f.result() for f in futures]
+
+    assert [v.generation for v in alone + grouped] == [1] * 6
+    assert ledger.commits.grouped == 3
+    head = ledger.store.recorder.max_notification_id()
+    for vm in with_ids:
+        record = ledger.command(f"cmd-{vm}")
+        assert record.applied and record.name == "claim"
+        again = claim(vm, f"cmd-{vm}")
+        assert again.replayed and again.generation == 1
+    assert ledger.store.recorder.max_notification_id() == head  # replays append nothing
+    assert ledger.provider(host).usages["VCPU"] == 6

@@ -67,8 +67,8 @@ def _first_destination_failed(ledger: Ledger, remove: Remove) -> tuple[Scene, li
         None, {}, {})
     assert context.old_allocations == {host1: FLAVOR1}
     written = sorted(t.rsplit(":", 1)[1] for _, _, t, _ in snapshot(ledger)[before:])
-    assert written == ["Consumer.AllocationsReleased", "Migration.DestinationRemoved",
-                       "Provider.AllocationsChanged"]
+    assert written == ["Command.Recorded", "Consumer.AllocationsReleased",
+                       "Migration.DestinationRemoved", "Provider.AllocationsChanged"]
     return scene, hosts, vm, mig
 
 

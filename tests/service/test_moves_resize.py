@@ -161,7 +161,7 @@ def test_delete_while_resize_waits_for_confirmation(ledger: Ledger) -> None:
     assert ledger.force_release(m.vm) is True
     m.scene.expect({}, {m.vm: ({}, None), m.mig: ({}, None)}, {m.mig: "aborted"})
     written = sorted(topic.rsplit(":", 1)[1] for _, _, topic, _ in snapshot(ledger)[before:])
-    assert written == ["Consumer.AllocationsReleased", "Migration.Aborted",
+    assert written == ["Command.Recorded", "Consumer.AllocationsReleased", "Migration.Aborted",
                        "Provider.AllocationsChanged", "Provider.AllocationsChanged"]
 
 

@@ -47,7 +47,7 @@ def test_inventories_given_at_registration_use_placements_defaults(ledger: Ledge
     host = a_host(ledger, vcpu=8, memory_mb=None, DISK_GB={"total": 100, "reserved": 10})
     view = ledger.provider(host)
     assert view.generation == 2
-    assert len(snapshot(ledger)) == before + 2
+    assert len(snapshot(ledger)) == before + 3  # registered, inventories set, the record
     assert view.inventories == {
         "VCPU": Inventory(total=8, reserved=0, min_unit=1, max_unit=MAX_INT, step_size=1,
                           allocation_ratio=1.0),

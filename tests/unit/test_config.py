@@ -21,11 +21,22 @@ from tests.builders import a_host
       "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DBNAME": "ledger", "POSTGRES_SCHEMA": "cells",
       "POSTGRES_POOL_SIZE": "3", "POSTGRES_ENABLE_DB_FUNCTIONS": "n"}),
     ("postgresql+psycopg://u@h/db", "postgresql", {"POSTGRES_DBNAME": "db"}),
+    ("postgresql://u@h1:5441,h2/db?target_session_attrs=read-write&connect_timeout=3",
+     "postgresql", {"POSTGRES_HOST": "h1,h2", "POSTGRES_DBNAME": "db",
+                    "POSTGRES_CONNECT_TIMEOUT": "3",
+                    "PERSISTENCE_MODULE":
+                        "allocation_ledger.adapters.postgres:ConninfoPostgresFactory"}),
 ])
 def test_urls_become_store_settings(url: str, kind: str, expected: dict[str, str]) -> None:
     config = parse_url(url)
     assert config.kind == kind
     assert {k: config.env[k] for k in expected} == expected
+
+
+def test_a_multi_host_url_reaches_libpq_with_its_session_attributes() -> None:
+    env = parse_url("postgresql://u@h1:5441,h2/db?target_session_attrs=read-write").env
+    assert "target_session_attrs=read-write" in env[CONNINFO]
+    assert "host=h1,h2" in env[CONNINFO] and "port=5441," in env[CONNINFO]
 
 
 @pytest.mark.parametrize(("url", "says"), [

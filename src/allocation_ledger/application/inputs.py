@@ -323,11 +323,14 @@ def mapping(value: object, what: str) -> Mapping[str, Any]:
     return value
 
 
-def request_meta(request: Mapping[str, str] | RequestIn | None) -> RequestMeta:
-    """Validated request metadata (actor, request_id, reason) as events store it, plus a
-    fresh ``command_id`` shared by every event of this one command (so an audit can tell
-    exactly where one command's atomic append ends, even when callers reuse request ids)."""
-    meta = {"command_id": uuid4().hex}
+def request_meta(request: Mapping[str, str] | RequestIn | None,
+                 command_id: str | None = None) -> RequestMeta:
+    """Validated request metadata (actor, request_id, reason) as events store it, plus the
+    ``command_id`` (a fresh one unless given) shared by every event of this one command (so
+    an audit can tell exactly where one command's atomic append ends, even when callers
+    reuse request ids)."""
+    meta = {"command_id": command_id or uuid4().hex}
+
     if request is None:
         return meta
     model = (request if isinstance(request, RequestIn)

@@ -13,6 +13,12 @@ from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import catalog, moving, providing
+from allocation_ledger.application.commands import (
+    CommandId,
+    Reader,
+    guarded_read,
+    intent,
+)
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.inputs import (
     AgeIn,
@@ -22,8 +28,8 @@ from allocation_ledger.application.inputs import (
     WritesIn,
     canonical_uuid,
     parse,
-    request_meta,
 )
+from allocation_ledger.application.lookup import CommandView, lookup
 from allocation_ledger.application.readside import ReadSide
 from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
@@ -84,29 +90,32 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         consumer_type: str = "INSTANCE",
         devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> ConsumerView:
         """Give one consumer these allocations (provider -> class -> amount), replacing what it
         held. ``expected_generation`` is ``None`` for a new or emptied consumer, else its
         current generation. Device-backed classes take free devices, lowest id first, unless
         ``devices`` (provider -> class -> ids) names them. Returns the consumer afterwards.
+
+        Every command takes an optional ``command_id`` (a string or UUID the caller
+        chooses): a command is applied at most once per id, and a retry with the same id
+        returns the first call's outcome with ``replayed`` set (see :mod:`.commands`).
         """
         cmd = parse(ClaimIn, consumer_uuid=consumer_uuid, allocations=allocations,
                     expected_generation=expected_generation, project_id=project_id,
                     user_id=user_id, consumer_type=consumer_type, devices=devices or {})
-        meta = request_meta(request)
-
-        def decide(s: Session) -> Session:
-            claims.write(s, [_write(cmd)], meta)
-            return s
-
+        it = intent("claim", command_id, request, cmd)
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
-        return _view(self._run(decide, new), cmd.consumer_uuid)
+        return self._apply(it,
+                             lambda s: claims.write(s, [_write(cmd)], it.meta),
+                             lambda r: _view(r, cmd.consumer_uuid), new)
 
     def write_allocations(
         self,
         writes: Sequence[Mapping[str, Any]],
         *,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> list[ConsumerView]:
         """Replace the allocations of several consumers in one atomic write (Placement's
         ``POST /allocations``). Each item has ``consumer_uuid``, ``allocations`` (empty to
@@ -116,16 +125,15 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
         cmds = parse(WritesIn, writes=writes).writes
-        meta = request_meta(request)
+        it = intent("write_allocations", command_id, request, *cmds)
 
-        def decide(s: Session) -> Session:
+        def decide(s: Session) -> None:
             s.prefetch_consumers([c.consumer_uuid for c in cmds])
-            claims.write(s, [_write(c) for c in cmds], meta)
-            return s
+            claims.write(s, [_write(c) for c in cmds], it.meta)
 
         new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
-        session = self._run(decide, new)
-        return [_view(session, c.consumer_uuid) for c in cmds]
+        return self._apply(it, decide,
+                             lambda r: [_view(r, c.consumer_uuid) for c in cmds], new)
 
     def release(
         self,
@@ -133,6 +141,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         expected_generation: int | None,
         *,
         request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> bool:
         """Remove a consumer's allocations and devices, checking its generation; ``False``,
         with nothing written, for a consumer that holds nothing (``expected_generation``
@@ -142,34 +151,47 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         released."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
-        meta = request_meta(request)
-        return self._run(lambda s: claims.release(s, cmd.consumer_uuid,
-                                                  cmd.expected_generation, meta))
+        it = intent("release", command_id, request, cmd)
+        return self._apply(it, lambda s: claims.release(
+            s, cmd.consumer_uuid, cmd.expected_generation, it.meta), lambda r: r.appended > 0)
 
     def force_release(
-        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None
+        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
     ) -> bool:
         """Release ignoring the generation; ``False`` (a no-op) if it held nothing. An
         instance mid-move is being deleted: its migration's allocations are released too
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
-        meta = request_meta(request)
-        return self._run(lambda s: claims.release(s, cmd.consumer_uuid, None, meta,
-                                                        forced=True))
+        it = intent("force_release", command_id, request, cmd)
+        return self._apply(it, lambda s: claims.release(
+            s, cmd.consumer_uuid, None, it.meta, forced=True), lambda r: r.appended > 0)
+
+    # -- command ids ------------------------------------------------------------------------
+
+    def command(self, command_id: CommandId) -> CommandView:
+        """What became of command ``command_id``: applied or not, and if applied at which
+        position and time, by whom, and which streams it left at which versions."""
+        return guarded_read(lambda: lookup(self.store, command_id))
 
     # -- reads ------------------------------------------------------------------------------
 
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
-        return _view(Session(self.store), canonical_uuid(consumer_uuid))
+        uuid = canonical_uuid(consumer_uuid)
+        return guarded_read(lambda: _view(Session(self.store), uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
-        return ProviderView.of(Session(self.store).provider(canonical_uuid(provider_uuid)))
+        uuid = canonical_uuid(provider_uuid)
+        return guarded_read(lambda: ProviderView.of(Session(self.store).provider(uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
         """Every provider of a tree (the root and all below it), by UUID, root first and
         each child after its parent (depth first, siblings in UUID order)."""
+        return guarded_read(lambda: self._tree(root_uuid))
+
+    def _tree(self, root_uuid: str) -> dict[str, ProviderView]:
         session = Session(self.store)
         found: dict[str, ProviderView] = {}
         pending = [canonical_uuid(root_uuid)]
@@ -185,7 +207,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
-        return MigrationView.of(Session(self.store).migration(canonical_uuid(migration_uuid)))
+        uuid = canonical_uuid(migration_uuid)
+        return guarded_read(lambda: MigrationView.of(Session(self.store).migration(uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
@@ -195,10 +218,15 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         flight are loaded."""
         age = parse(AgeIn, older_than_seconds=older_than_seconds, now=now)
         now = age.now or datetime.now(UTC)
-        open_ids = [consumer_stream_id(u) for u in catalog.migrations(self.store,
-                                                                      in_flight_only=True)]
-        views = [MigrationView.of(found) for found in self.store.get_short_many(open_ids).values()
-                 if isinstance(found, Migration) and found.status == "in-progress"]
+
+        def in_flight() -> list[MigrationView]:
+            open_ids = [consumer_stream_id(u)
+                        for u in catalog.migrations(self.store, in_flight_only=True)]
+            return [MigrationView.of(found)
+                    for found in self.store.get_short_many(open_ids).values()
+                    if isinstance(found, Migration) and found.status == "in-progress"]
+
+        views = guarded_read(in_flight)
         return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
                       key=lambda v: v.started_at)
 
@@ -215,10 +243,13 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         return catalog.migrations(self.store)
 
 
-def _view(session: Session, consumer_uuid: str) -> ConsumerView:
-    found = session.consumer(consumer_uuid)
-    moving_with = claims.in_flight_migration(session, found)
-    return ConsumerView.of(consumer_uuid, found, moving_with.uuid if moving_with else None)
+def _view(reader: Reader, consumer_uuid: str) -> ConsumerView:
+    found = reader.consumer(consumer_uuid)
+    moving = None
+    if found is not None and found.migration_uuid is not None:
+        moving = reader.migration(found.migration_uuid)
+    return ConsumerView.of(consumer_uuid, found,
+                           moving.uuid if moving is not None and moving.in_flight else None)
 
 
 def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:

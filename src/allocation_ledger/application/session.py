@@ -25,6 +25,13 @@ from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.commands import (
+    AlreadyRecorded,
+    Intent,
+    recorded,
+    streams_of,
+)
+from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
     ConcurrentUpdate,
@@ -53,13 +60,18 @@ class Session:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store."""
 
     def __init__(self, store: EventStore, *, optimistic: bool = False,
-                 new_consumers: Iterable[str] = (), group: Group | None = None) -> None:
+                 new_consumers: Iterable[str] = (), group: Group | None = None,
+                 intent: Intent | None = None) -> None:
         self._store = store
         #: the group commit this command is decided in, if any (see ``grouping``)
         self._group = group
         self._contention: Contention = store.contention
         #: the providers the last ``save`` wrote to (whether or not the store took it)
         self.written: list[str] = []
+        #: the command this session runs: its record is appended with its events
+        self._intent = intent
+        #: how many events the command appended (besides its record)
+        self.appended = 0
         #: read providers from this process's cache without asking the store (see ``run``)
         self._optimistic = optimistic
         self._cached_reads: set[str] = set()
@@ -218,22 +230,42 @@ class Session:
         return set(self._consumers)
 
     def save(self) -> int:
-        """Append every pending event in one transaction; the number of events appended."""
+        """Append every pending event, and the command's record, in one transaction; the
+        number of events appended (besides the record)."""
         changed = self.changed()
-        if not changed:
-            return 0
+        if not changed and (self._intent is None or not self._intent.given):
+            return 0  # a no-op; recorded only when the caller chose the id (it may retry)
         count = sum(len(a.pending_events) for a in changed)
         self.written = [a.uuid for a in changed if isinstance(a, Provider)]
+        record = self._record(changed, count)
         try:
-            self._store.save(*changed)
+            self._store.save(*record, *changed)
         except IntegrityError as err:
             self._explain_clash(err)
         except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
             raise StoreUnusable(f"the store refused the append: {err}") from err
+        self.appended = count
         self._store.remember(p for p in changed if isinstance(p, Provider))
         return count
 
+    def _record(self, changed: list[Aggregate], count: int) -> list[Command]:
+        """The command's record, first in its append (see :mod:`.commands`)."""
+        it = self._intent
+        if it is None:
+            return []
+        written = streams_of(changed)
+        read = {str(a.id): a.version for a in (*self._providers.values(),
+                                                  *self._consumers.values())
+                if a is not None and str(a.id) not in written}
+        it.sent = True
+        return [Command.record(it.command_id, it.name, it.fingerprint, written, read, count,
+                               it.meta)]
+
     def _explain_clash(self, err: IntegrityError) -> None:
+        if self._intent is not None:  # already applied (a retry, or the driver's resend)?
+            found = recorded(self._store, self._intent.command_id)
+            if found is not None:
+                raise AlreadyRecorded(found) from err
         for uuid, (version, named, generation) in self._loaded.items():
             if uuid in self._assumed_absent:
                 continue
@@ -277,7 +309,9 @@ class Group:
     def take(self, session: Session) -> list[Any]:
         """Add an admitted command; its events, in the order the service appends them."""
         events: list[Any] = []
-        for aggregate in session.changed():
+        changed = session.changed()
+        session.appended = sum(len(a.pending_events) for a in changed)
+        for aggregate in changed:
             events += aggregate.collect_events()
             self._changed[aggregate.id] = aggregate
             if isinstance(aggregate, Provider):
@@ -296,7 +330,7 @@ class Group:
 
 
 def run(store: EventStore, decide: Callable[[Session], T],
-        new_consumers: Iterable[str] = ()) -> T:
+        new_consumers: Iterable[str] = (), intent: Intent | None = None) -> T:
     """Run a command: decide in a fresh session and save, retrying provider-only clashes.
 
     The first attempt reads providers from this process's cache as they are (a busy host
@@ -318,7 +352,8 @@ def run(store: EventStore, decide: Callable[[Session], T],
         optimistic = attempt == 1
         if attempt > 1 and metrics is not None:
             metrics.retried()
-        session = Session(store, optimistic=optimistic, new_consumers=new_consumers)
+        session = Session(store, optimistic=optimistic, new_consumers=new_consumers,
+                          intent=intent)
         try:
             result = decide(session)
         except LedgerError as err:

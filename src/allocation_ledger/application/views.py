@@ -47,6 +47,9 @@ class ProviderView:
     children: tuple[str, ...]
     classes: dict[str, ClassUsage]
     devices: dict[str, dict[str, str | None]]
+    #: True when this is the outcome of an earlier call with the same command id, read back
+    #: from the ledger as that command left it (this call appended nothing)
+    replayed: bool = False
 
     @property
     def inventories(self) -> dict[str, Inventory]:
@@ -92,6 +95,9 @@ class ConsumerView:
     user_id: str | None = None
     consumer_type: str | None = None
     migration_uuid: str | None = None
+    #: True when this is the outcome of an earlier call with the same command id, read back
+    #: from the ledger as that command left it (this call appended nothing)
+    replayed: bool = False
 
     @classmethod
     def of(cls, consumer_uuid: str, consumer: Consumer | None,
@@ -131,6 +137,9 @@ class MigrationView:
     new_devices: Devices
     started_at: datetime
     finished_at: datetime | None
+    #: True when this is the outcome of an earlier call with the same command id, read back
+    #: from the ledger as that command left it (this call appended nothing)
+    replayed: bool = False
 
     def age_seconds(self, now: datetime) -> float:
         """Seconds since the move started (until it finished, if it has)."""

@@ -23,8 +23,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 
@@ -36,6 +37,8 @@ class LedgerState:
     aggregates: dict[UUID, Aggregate] = field(default_factory=dict)
     providers: dict[str, Provider] = field(default_factory=dict)
     consumers: dict[str, Consumer] = field(default_factory=dict)
+    #: how many command records (one stream each) were replayed
+    commands: int = 0
     #: where each stream was created (for findings about a stream as a whole)
     created_at: dict[UUID, int] = field(default_factory=dict)
     position: int = 0
@@ -111,12 +114,15 @@ class LedgerState:
         elif isinstance(aggregate, Consumer):
             self.consumers[aggregate.uuid] = aggregate
             expected = consumer_stream_id(aggregate.uuid)
+        elif isinstance(aggregate, Command):
+            self.commands += 1
+            expected = command_stream_id(aggregate.command_id)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
             return f"stream {stream} starts at version {event.originator_version}, not 1"
         if stream != expected:
-            return f"stream {stream} should be {expected} for {aggregate.uuid}"
+            return f"stream {stream} should be {expected} for {_natural_id(aggregate)}"
         return None
 
     def migrations(self) -> list[Migration]:
@@ -129,6 +135,10 @@ class LedgerState:
             return None
         found = self.consumers.get(consumer.migration_uuid)
         return found if isinstance(found, Migration) and found.in_flight else None
+
+
+def _natural_id(aggregate: Any) -> str:
+    return str(aggregate.command_id if isinstance(aggregate, Command) else aggregate.uuid)
 
 
 def fingerprint(aggregate: Aggregate) -> dict[str, Any]:

@@ -63,6 +63,11 @@ def targets(store: str, result: dict[str, Any]) -> list[Target]:
         rate = result["batches"][largest]["rate"]
         found.append(Target(store, f"batched claims/s (batch {largest})", rate, ">= 5000",
                             rate >= 5000))
+    ids = result.get("command_ids")
+    if ids:
+        ratio = ids["ids_vs_without"]
+        found.append(Target(store, "single claims with command ids vs without", ratio,
+                            ">= 0.90", ratio >= 0.90))
     if result.get("chain"):
         ratio = result["chain"]["vs_floor"]
         found.append(Target(store, "single claims with the chain vs without", ratio,

@@ -40,6 +40,14 @@ def table(results: dict[str, Any]) -> str:
 
 def _rows(result: dict[str, Any]) -> Iterator[str]:
     yield _row("single claims", result["single"])
+    ids = result.get("command_ids")
+    if ids:
+        yield _row("  with a caller's command id", ids["with_ids"])
+        yield _row("  without (beside it)", ids["without_ids"])
+        yield f"  {'':<4}with ids / without: {ids['ids_vs_without']:.3f}"
+        yield _row("  recorded, without id", ids["plain"])
+        yield _row("  no command record (as before ids)", ids["unrecorded"])
+        yield f"  {'':<4}recorded / unrecorded: {ids['recorded_vs_unrecorded']:.3f}"
     if result.get("chain"):
         found = result["chain"]
         yield (f"  hash chain: {found['rate']:,.1f} chained claims/s beside "

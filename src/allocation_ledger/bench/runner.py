@@ -38,7 +38,14 @@ from allocation_ledger.bench.stats import (
     run_together,
 )
 from allocation_ledger.bench.unchained import open_unchained
-from allocation_ledger.bench.workload import a_host, batch_claimer, claimer, shared_claimer
+from allocation_ledger.bench.workload import (
+    a_host,
+    batch_claimer,
+    claimer,
+    id_claimer,
+    shared_claimer,
+    unrecorded_claimer,
+)
 from allocation_ledger.bench.writers import CLAIMS, FLOOR, SHARED, run_writers
 from allocation_ledger.bootstrap import open_ledger
 
@@ -81,6 +88,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
         with opener.open(url) as ledger, closing(open_raw_table(target)) as table:
             progress(f"{kind}: single claims, moves and batched claims, beside the floor")
             single = paired(claimer(ledger, a_host(ledger)), table.insert, settings.duration)
+            ids = _command_ids(ledger, settings)
             progress(f"{kind}: {settings.threads} threads claiming at once, beside the floor")
             threads = _threads(ledger, table, settings)
             moves = _moves(ledger, table.insert, settings)
@@ -96,6 +104,7 @@ def bench_store(kind: str, settings: Settings, workdir: Path, opener: Opener,
                                 settings.grow_to, settings.history_claims)
     return {
         "single": figure(*single),
+        "command_ids": ids,
         "chain": chained,
         "threads": threads,
         "writers": writers,
@@ -178,6 +187,22 @@ def _writers(url: str, target: str, kind: str, settings: Settings,
                  "shared": figure(combine(taken[SHARED][n]), combine(taken[FLOOR][n])),
                  "floor": combine(taken[FLOOR][n]).to_dict()}
         for n in settings.writers
+    }
+
+
+def _command_ids(ledger: Ledger, settings: Settings) -> dict[str, Any]:
+    """Single claims with a caller's command id beside claims without one, and claims
+    without one beside claims with no command record at all (the ledger before command
+    ids), each pair in alternating slices."""
+    with_ids, without = paired(id_claimer(ledger, a_host(ledger)),
+                               claimer(ledger, a_host(ledger)), settings.duration)
+    plain, unrecorded = paired(claimer(ledger, a_host(ledger)),
+                               unrecorded_claimer(ledger, a_host(ledger)), settings.duration)
+    return {
+        "with_ids": with_ids.to_dict(), "without_ids": without.to_dict(),
+        "ids_vs_without": round(with_ids.rate / without.rate, 4),
+        "plain": plain.to_dict(), "unrecorded": unrecorded.to_dict(),
+        "recorded_vs_unrecorded": round(plain.rate / unrecorded.rate, 4),
     }
 
 

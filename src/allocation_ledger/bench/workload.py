@@ -10,7 +10,11 @@ import random
 import uuid
 from collections.abc import Callable
 
+from allocation_ledger.application.inputs import ClaimIn, parse, request_meta
 from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.application.session import Session, run
+from allocation_ledger.application.views import ConsumerView
+from allocation_ledger.domain import claims
 
 PROJECT = "bench-project"
 USER = "bench-user"
@@ -66,3 +70,34 @@ def batch_claimer(ledger: Ledger, host: str, size: int) -> Callable[[], object]:
         )
 
     return claim_batch
+
+
+def id_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
+    """An operation: one new claim under a command id the caller chose."""
+
+    def claim() -> object:
+        return ledger.claim(new_id(), {host: dict(FLAVOUR)}, None, project_id=PROJECT,
+                            user_id=USER, request=REQUEST, command_id=f"bench-{new_id()}")
+
+    return claim
+
+
+def unrecorded_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
+    """An operation: one new claim as the ledger made it before command records (validated,
+    decided, appended and viewed, with no record): the cost of the record, by difference."""
+
+    def claim() -> object:
+        cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: dict(FLAVOUR)},
+                    expected_generation=None, project_id=PROJECT, user_id=USER, devices={})
+        meta = request_meta(REQUEST)
+        write = claims.ConsumerWrite(cmd.consumer_uuid, {host: dict(FLAVOUR)}, None, PROJECT,
+                                     USER)
+
+        def decide(s: Session) -> Session:
+            claims.write(s, [write], meta)
+            return s
+
+        session = run(ledger.store, decide, [cmd.consumer_uuid])
+        return ConsumerView.of(cmd.consumer_uuid, session.consumer(cmd.consumer_uuid))
+
+    return claim

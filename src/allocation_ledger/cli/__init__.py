@@ -31,6 +31,7 @@ COMMANDS = [
     "allocation_ledger.cli.show",
     "allocation_ledger.cli.listing",
     "allocation_ledger.cli.usage",
+    "allocation_ledger.cli.command",
     "allocation_ledger.cli.projections",
     "allocation_ledger.cli.audit",
     "allocation_ledger.cli.digest",

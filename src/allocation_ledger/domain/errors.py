@@ -375,7 +375,7 @@ class StoreUnavailable(LedgerError):
     """Raised when the store cannot be opened or reached (server down, bad host or user,
     a file that is not a database or cannot be read)."""
 
-    FIELDS = ("url", "reason")
+    FIELDS: ClassVar[tuple[str, ...]] = ("url", "reason")
     url: str
     reason: str
 
@@ -401,3 +401,60 @@ class ReadModelsDiverged(LedgerError):
     def __init__(self, message: str, position: int, projection: str | None = None) -> None:
         self.position, self.projection = position, projection
         super().__init__(message)
+
+
+class CommandIdReused(LedgerError):
+    """Raised when a command id that already names an applied command comes with another
+    command (another kind, or other arguments). Nothing is written."""
+
+    FIELDS = ("command_id", "recorded", "recorded_fingerprint", "given", "given_fingerprint")
+    command_id: str
+    recorded: str
+    recorded_fingerprint: str
+    given: str
+    given_fingerprint: str
+
+    def __init__(self, command_id: str, recorded: str, recorded_fingerprint: str,
+                 given: str, given_fingerprint: str) -> None:
+        self.command_id, self.recorded, self.recorded_fingerprint = (
+            command_id, recorded, recorded_fingerprint)
+        self.given, self.given_fingerprint = given, given_fingerprint
+        super().__init__(
+            f"command id {command_id!r} was already used for {recorded} (arguments "
+            f"{recorded_fingerprint[:12]}); it cannot name {given} (arguments "
+            f"{given_fingerprint[:12]}): choose a new command id")
+
+
+class StoreLost(StoreUnavailable):
+    """Raised when a command or a read lost the store (connection lost, server down or
+    restarting) before the command was sent: it was not applied. Retry with the same
+    command id."""
+
+    FIELDS = ("command_id", "reason", "outcome_known")
+    command_id: str | None
+    outcome_known: bool
+
+    def __init__(self, command_id: str | None, reason: str, message: str | None = None
+                 ) -> None:
+        default = (f"the store is unavailable ({reason}); command {command_id!r} was not "
+                   "applied: retry with the same command id" if command_id else
+                   f"the store is unavailable ({reason}); retry the read")
+        self.command_id, self.reason = command_id, reason
+        self.outcome_known = type(self) is StoreLost
+        self.url = ""
+        LedgerError.__init__(self, message or default)
+
+
+class OutcomeUnknown(StoreLost):
+    """Raised when the connection to the store failed while a command's append was under way
+    and the store could not be asked afterwards whether it committed. The command may or
+    may not have been applied: retry with the same command id (applied at most once), or
+    look it up with ``Ledger.command``."""
+
+    def __init__(self, command_id: str | None, reason: str) -> None:
+        super().__init__(
+            command_id, reason,
+            f"the store was lost during command {command_id!r} ({reason}): its outcome is "
+            "unknown; retry with the same command id (it is applied at most once) or look "
+            "it up with `allocation-ledger command ID`",
+        )

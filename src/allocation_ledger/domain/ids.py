@@ -24,3 +24,12 @@ def provider_stream_id(provider_uuid: str) -> UUID:
 def consumer_stream_id(consumer_uuid: str) -> UUID:
     """The stream id of the consumer called ``consumer_uuid``."""
     return uuid5(CONSUMER_NAMESPACE, consumer_uuid)
+
+
+COMMAND_NAMESPACE = UUID("c6b1f0a4-2d7e-4b3a-8f5c-1e9d0a7b3c03")
+
+
+@lru_cache(maxsize=1 << 12)
+def command_stream_id(command_id: str) -> UUID:
+    """The stream id of the command the caller called ``command_id`` (its one record)."""
+    return uuid5(COMMAND_NAMESPACE, command_id)

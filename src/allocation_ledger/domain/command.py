@@ -1,0 +1,55 @@
+"""The command record: one stream per command id, holding one event.
+
+Every command the service applies appends, in the same atomic append as its own events, a
+:class:`Command.Recorded` event at version 1 of the stream ``command_stream_id(command_id)``.
+The store's unique (stream, version) key then makes a command id unique: a second append
+with the same id (a client's retry, or the database driver's own resend after a lost reply)
+is refused by the store, and the record says what the first one did. The record carries the
+command's name, a fingerprint of its arguments (so a reused id is told from a retry), and
+the version each stream was left at (so the outcome can be read back as of that command).
+"""
+
+from __future__ import annotations
+
+from eventsourcing.domain import Aggregate
+
+from allocation_ledger.domain.ids import command_stream_id
+from allocation_ledger.domain.values import PlainState, RequestMeta
+
+
+class Command(PlainState, Aggregate):
+    """A command the ledger applied, as recorded with its events."""
+
+    class Recorded(Aggregate.Created):
+        """Command ``command_id`` (``name``, arguments hashed as ``fingerprint``) was
+        applied; it left each stream of ``streams`` (stream id -> version) at that version,
+        read ``read`` (stream id -> version) without changing them, and appended ``events``
+        events besides this one."""
+
+        command_id: str
+        name: str
+        fingerprint: str
+        streams: dict[str, int]
+        read: dict[str, int]
+        events: int
+        request: RequestMeta
+
+    def __init__(self, command_id: str, name: str, fingerprint: str, streams: dict[str, int],
+                 read: dict[str, int], events: int, request: RequestMeta) -> None:
+        self.command_id = command_id
+        self.name = name
+        self.fingerprint = fingerprint
+        self.streams = streams
+        self.read = read
+        self.events = events
+        self.request = request
+
+    @classmethod
+    def record(cls, command_id: str, name: str, fingerprint: str, streams: dict[str, int],
+               read: dict[str, int], events: int, request: RequestMeta) -> Command:
+        """The record of a command about to be appended with its events."""
+        return cls._create(
+            cls.Recorded, id=command_stream_id(command_id), command_id=command_id, name=name,
+            fingerprint=fingerprint, streams=streams, read=read, events=events,
+            request=request,
+        )

@@ -22,7 +22,7 @@ import pytest
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.audit import audit
 from allocation_ledger.domain.errors import StoreUnavailable
-from projections.readmodels import ReadModels
+from allocation_ledger.projections.readmodels import ReadModels
 from tests.builders import a_host, new_id
 from tests.commands.clusters import Pair
 from tests.commands.writer import claim_n

@@ -10,15 +10,13 @@ retry, a clash or a driver's resend is checked against that one record.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.commands import CONNECTION_ERRORS, Intent, Reader, execute
+from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.session import Session, run
 from allocation_ledger.domain.errors import OutcomeUnknown
-
-if TYPE_CHECKING:
-    from allocation_ledger.application.grouping import GroupCommit
 
 T = TypeVar("T")
 
@@ -45,3 +43,15 @@ def apply_command(store: EventStore, it: Intent, decide: Callable[[Session], obj
         return outcome(run(store, deciding, new_consumers, it))
 
     return execute(store, it, attempt, outcome)
+
+
+class Commands:
+    """What every command of the service API runs through (:func:`apply_command`): its
+    intent (command id) and its store's group commit."""
+
+    store: EventStore
+    commits: GroupCommit
+
+    def _apply(self, it: Intent, decide: Callable[[Session], object],
+               outcome: Callable[[Reader], T], new_consumers: Iterable[str] = ()) -> T:
+        return apply_command(self.store, it, decide, outcome, new_consumers, self.commits)

@@ -34,7 +34,6 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.commands import Intent, Reader
 from allocation_ledger.application.session import Group, Session, run
 
 T = TypeVar("T")
@@ -169,16 +168,3 @@ def _alone(store: EventStore, pending: _Pending[Any]) -> None:
     except BaseException as err:  # raised again in the caller's thread
         pending.answer(error=err)
 
-
-class Commands:
-    """What every command of the service API runs through: its intent (command id, see
-    ``applying``) and its store's group commit."""
-
-    store: EventStore
-    commits: GroupCommit
-
-    def _apply(self, it: Intent, decide: Callable[[Session], object],
-               outcome: Callable[[Reader], T], new_consumers: Iterable[str] = ()) -> T:
-        from allocation_ledger.application.applying import apply_command
-
-        return apply_command(self.store, it, decide, outcome, new_consumers, self.commits)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.applying import Commands
 from allocation_ledger.application.commands import CommandId, Intent, intent
-from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import MoveIn, ResolveIn, parse
 from allocation_ledger.application.session import Session
 from allocation_ledger.application.views import MigrationView

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.applying import Commands
 from allocation_ledger.application.commands import CommandId, Intent, intent
-from allocation_ledger.application.grouping import Commands
 from allocation_ledger.application.inputs import (
     ClassIn,
     DeleteProviderIn,

@@ -108,9 +108,21 @@ def intent(name: str, command_id: CommandId | None,
     given = command_id is not None
     chosen = command_id_of(command_id) if command_id is not None else uuid4().hex
     args = [i.model_dump(mode="json") if isinstance(i, BaseModel) else i for i in inputs]
-    canonical = json.dumps([name, args], sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(_keyed([name, args]), sort_keys=True, separators=(",", ":"),
+                           default=str)
     return Intent(chosen, name, hashlib.sha256(canonical.encode()).hexdigest(),
                   request_meta(request, chosen), given)
+
+
+def _keyed(value: Any) -> Any:
+    """``value`` with every mapping's keys as strings (``repr`` for any other key), so that
+    arguments not yet validated (a mapping keyed by ``None`` and ints) still have one
+    canonical JSON form; string keys are left as they are."""
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, str) else repr(k): _keyed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_keyed(v) for v in value]
+    return value
 
 
 def command_id_of(value: CommandId) -> str:

@@ -107,8 +107,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         it = intent("claim", command_id, request, cmd)
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
         return self._apply(it,
-                             lambda s: claims.write(s, [_write(cmd)], it.meta),
-                             lambda r: _view(r, cmd.consumer_uuid), new)
+                           lambda s: claims.write(s, [_write(cmd)], it.meta),
+                           lambda r: _view(r, cmd.consumer_uuid), new)
 
     def write_allocations(
         self,
@@ -133,7 +133,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
 
         new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
         return self._apply(it, decide,
-                             lambda r: [_view(r, c.consumer_uuid) for c in cmds], new)
+                           lambda r: [_view(r, c.consumer_uuid) for c in cmds], new)
 
     def release(
         self,

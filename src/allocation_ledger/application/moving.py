@@ -35,7 +35,7 @@ class MoveCommands(Commands):
         """Run one move command; the migration as the command left it. ``new``: the
         migration consumer the command creates (see :func:`run`'s ``new_consumers``)."""
         return self._apply(it, decide,
-                             lambda r: MigrationView.of(r.migration(migration_uuid)), new)
+                           lambda r: MigrationView.of(r.migration(migration_uuid)), new)
 
     def swap(
         self,

@@ -74,7 +74,7 @@ class ProviderCommands(Commands):
     def _provider_command(self, it: Intent, provider_uuid: str,
                           decide: Callable[[Session], None]) -> ProviderView:
         return self._apply(it, decide,
-                             lambda r: ProviderView.of(r.provider(provider_uuid)))
+                           lambda r: ProviderView.of(r.provider(provider_uuid)))
 
     def _set_inventories(self, it: Intent, provider_uuid: str, expected_generation: int,
                          change: Callable[[dict[str, Any]], Mapping[str, Any]]

@@ -95,7 +95,7 @@ def reviver(store: EventStore) -> Callable[[UUID, int], Any]:
         try:
             return project(None, store.events.get(stream, lte=version - 1))
         except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError,
-                AssertionError):  # a stream whose history was tampered with
+                AssertionError):  # the library asserts a first event creates the stream
             return None
 
     return revive

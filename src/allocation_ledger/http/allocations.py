@@ -92,7 +92,7 @@ def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
     live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None]
     if live:
         try:
-            ctx.ledger.write_allocations(live, request=ctx.meta())
+            ctx.ledger.write_allocations(live, **ctx.write())
         except ProviderNotFound as err:  # Placement: an unknown provider is a bad request
             raise errors.HTTPError(400, f"Unable to allocate inventory: {err.message}") from err
     return Reply(204)
@@ -137,7 +137,7 @@ def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
 def delete_allocations(ctx: Ctx) -> Reply:
     """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing."""
     consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
-    if not ctx.ledger.force_release(consumer, request=ctx.meta()):
+    if not ctx.ledger.force_release(consumer, **ctx.write()):
         raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'")
     return Reply(204)
 

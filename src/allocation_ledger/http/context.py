@@ -65,14 +65,29 @@ class Ctx:
         except orjson.JSONDecodeError as err:
             raise errors.HTTPError(400, f"Malformed JSON: {err}") from None
 
+    sent: list[int] = field(default_factory=lambda: [0], compare=False)
+
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
-        name as the actor and the request id.
-
-        The ``Idempotency-Key`` header belongs here as the ledger's command id once the
-        ledger takes a caller-given one (today it mints a fresh id per command).
-        """
+        name as the actor and the request id."""
         return {"actor": self.caller.name, "request_id": self.request_id}
+
+    def write(self) -> dict[str, Any]:
+        """The keyword arguments of a command this request sends: ``request`` (see
+        :meth:`meta`) and, with an ``Idempotency-Key`` header, the ledger's command id.
+
+        The key is the id of the request's first command (``KEY#2``, ``KEY#3``... of the
+        later ones, the same on every retry), so a retried request is answered with what
+        the first one did and appends nothing, and a key sent again with another request
+        is refused (``CommandIdReused``, 409).
+        """
+        args: dict[str, Any] = {"request": self.meta()}
+        if self.idempotency_key is not None:
+            self.sent[0] += 1
+            n = self.sent[0]
+            args["command_id"] = (self.idempotency_key if n == 1
+                                  else f"{self.idempotency_key}#{n}")
+        return args
 
 
 Handler = Callable[[Ctx], Reply]

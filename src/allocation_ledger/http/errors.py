@@ -23,6 +23,8 @@ PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 
 TABLE: tuple[tuple[type[e.LedgerError], int, str], ...] = (
     (e.ProviderHasChildren, 409, PROVIDER_CANNOT_DELETE_PARENT),
+    (e.CommandIdReused, 409, DEFAULT),  # an Idempotency-Key sent again with another request
+    (e.StoreUnavailable, 503, DEFAULT),  # the store lost or unreachable: retry (same key)
     (e.ProviderInUse, 409, PROVIDER_IN_USE),
     (e.InventoryInUse, 409, INVENTORY_INUSE),
     (e.Conflict, 409, CONCURRENT_UPDATE),  # consumer/provider generations, exhausted retries

@@ -74,7 +74,7 @@ def set_inventories(ctx: Ctx) -> Reply:
     records = {rc: _record(ctx, shapes.obj(v, where=rc), rc) for rc, v in inventories.items()}
     generation = _generation(data, view)
     new = ctx.ledger.set_inventories(view.provider_uuid, records, generation,
-                                     request=ctx.meta())
+                                     **ctx.write())
     return Reply(body=_inventories(new))
 
 
@@ -91,7 +91,7 @@ def create_inventory(ctx: Ctx) -> Reply:
                                     f"provider {view.provider_uuid} already exists.",
                                errors.CONCURRENT_UPDATE)
     new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
-                                   request=ctx.meta())
+                                   **ctx.write())
     location = f"/resource_providers/{view.provider_uuid}/inventories/{rc}"
     return Reply(201, _one(new, rc), {"location": location})
 
@@ -99,7 +99,7 @@ def create_inventory(ctx: Ctx) -> Reply:
 def delete_inventories(ctx: Ctx) -> Reply:
     """``DELETE .../inventories`` (1.5): remove every class."""
     view = found(ctx, ctx.params["uuid"])
-    ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, request=ctx.meta())
+    ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, **ctx.write())
     return Reply(204)
 
 
@@ -121,7 +121,7 @@ def update_inventory(ctx: Ctx) -> Reply:
         raise errors.HTTPError(400, f"No inventory record with resource class {rc} for "
                                     f"resource provider {view.provider_uuid}")
     new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
-                                   request=ctx.meta())
+                                   **ctx.write())
     return Reply(body=_one(new, rc))
 
 
@@ -131,7 +131,7 @@ def delete_inventory(ctx: Ctx) -> Reply:
     rc = _class_of(ctx, view)
     try:
         ctx.ledger.delete_inventory(view.provider_uuid, rc, view.generation,
-                                    request=ctx.meta())
+                                    **ctx.write())
     except InventoryInUse as err:
         raise errors.HTTPError(409, f"Unable to delete inventory of class {rc}: "
                                     f"{err.message}", errors.CONCURRENT_UPDATE) from err

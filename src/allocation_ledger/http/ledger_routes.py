@@ -59,7 +59,7 @@ def _move(action: str) -> Handler:
         # the migration's uuid follows the instance's, or comes first
         positional.insert(1 if "instance_uuid" in required else 0, migration)
         command: Callable[..., MigrationView] = getattr(ctx.ledger, method)
-        view = command(*positional, **data, request=ctx.meta())
+        view = command(*positional, **data, **ctx.write())
         return Reply(body=migration_body(view))
 
     handle.__name__ = f"move_{method}"
@@ -77,7 +77,7 @@ def set_devices(ctx: Ctx) -> Reply:
     view = ctx.ledger.set_devices(ctx.params["uuid"], ctx.params["resource_class"],
                                   shapes.typed(data, "device_ids", "array"),
                                   shapes.typed(data, "generation", "integer"),
-                                  request=ctx.meta())
+                                  **ctx.write())
     return Reply(body={"generation": view.generation, "devices": view.devices})
 
 
@@ -136,6 +136,12 @@ def run_audit(ctx: Ctx) -> Reply:
     return Reply(body=audit(ctx.ledger.store, stale_after=stale).to_dict())
 
 
+def show_command(ctx: Ctx) -> Reply:
+    """``GET /ledger/commands/{command_id}``: what became of a command (an
+    ``Idempotency-Key``): applied or not, where, when, by whom, which streams."""
+    return Reply(body=ctx.ledger.command(ctx.params["command_id"]).to_dict())
+
+
 ROUTES: tuple[tuple[str, str, Handler, Version], ...] = (
     *((f"{M}/{action}", "POST", _move(action), (1, 0)) for action in MOVES),
     (M, "GET", show_migration, (1, 0)),
@@ -144,4 +150,5 @@ ROUTES: tuple[tuple[str, str, Handler, Version], ...] = (
     ("/ledger/history/{kind}/{uuid}", "GET", show_history, (1, 0)),
     ("/ledger/state-at/{kind}/{uuid}", "GET", show_state_at, (1, 0)),
     ("/ledger/audit", "GET", run_audit, (1, 0)),
+    ("/ledger/commands/{command_id}", "GET", show_command, (1, 0)),
 )

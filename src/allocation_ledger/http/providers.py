@@ -78,7 +78,7 @@ def create_provider(ctx: Ctx) -> Reply:
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
     _name_is_free(ctx, name)
     try:
-        view = ctx.ledger.register_provider(uuid, name, parent_uuid=parent, request=ctx.meta())
+        view = ctx.ledger.register_provider(uuid, name, parent_uuid=parent, **ctx.write())
     except ProviderNotFound as err:
         raise errors.HTTPError(400, f"parent provider {parent} does not exist: {err}") from err
     location = {"location": f"/resource_providers/{view.provider_uuid}"}
@@ -106,7 +106,7 @@ def update_provider(ctx: Ctx) -> Reply:
     if name != view.name:
         _name_is_free(ctx, name)
         view = ctx.ledger.rename_provider(view.provider_uuid, name, view.generation,
-                                          request=ctx.meta())
+                                          **ctx.write())
     return Reply(body=serialize_view(ctx, view))
 
 
@@ -120,5 +120,5 @@ def delete_provider(ctx: Ctx) -> Reply:
     """``DELETE /resource_providers/{uuid}``: 204; 409 ``...inuse`` with allocations, 409
     ``...cannot_delete_parent`` with children."""
     view = found(ctx, ctx.params["uuid"])
-    ctx.ledger.delete_provider(view.provider_uuid, view.generation, request=ctx.meta())
+    ctx.ledger.delete_provider(view.provider_uuid, view.generation, **ctx.write())
     return Reply(204)

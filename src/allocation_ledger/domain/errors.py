@@ -390,6 +390,18 @@ class StoreUnusable(LedgerError):
     What it names varies (a path, a key's length, a position): those land in ``fields``."""
 
 
+class LedgerNotEmpty(LedgerError):
+    """Raised when an operation that must start a ledger (an import from Placement) finds
+    one that already holds events: it writes nothing."""
+
+    FIELDS = ("position",)
+    position: int
+
+    def __init__(self, message: str, position: int) -> None:
+        self.position = position
+        super().__init__(message)
+
+
 class ReadModelsDiverged(LedgerError):
     """Raised when the read models followed a history the ledger no longer has (it was
     restored from an older copy, truncated or rewritten): they must be rebuilt."""

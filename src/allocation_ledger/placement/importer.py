@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.errors import LedgerNotEmpty
 from allocation_ledger.placement.source import PlacementData, SourceConsumer, SourceProvider
 
 if TYPE_CHECKING:
@@ -79,9 +79,10 @@ def import_placement(ledger: Ledger, data: PlacementData, *, dry_run: bool,
     """Write ``data`` into ``ledger`` (which must be empty), then check every provider's
     inventory and usage and every consumer's allocations and owner against the source."""
     report = ImportReport(dry_run, f"placement-import-{uuid.uuid4()}")
-    if not dry_run and ledger.store.recorder.max_notification_id():
-        raise InvalidRequest("the ledger is not empty: import into a new ledger "
-                             "(a new SQLite file or PostgreSQL schema)")
+    head = ledger.store.recorder.max_notification_id() or 0
+    if not dry_run and head:
+        raise LedgerNotEmpty(f"the ledger is not empty (it holds {head} events): import into "
+                             "a new ledger (a new SQLite file or PostgreSQL schema)", head)
     total = len(data.providers) + len(data.consumers)
     done = 0
     for p in parents_first(data.providers):

@@ -10,16 +10,16 @@ from allocation_ledger import Ledger, open_ledger
 from tests.builders import a_host, new_id
 
 
-def _counting_appends(ledger: Ledger) -> list[int]:
-    """Count the appends the ledger's recorder is asked for (refused ones too)."""
+def _counting(ledger: Ledger, method: str) -> list[int]:
+    """Count the calls the ledger's recorder gets to ``method`` (refused appends too)."""
     calls: list[int] = []
-    insert = ledger.store.recorder.insert_events
+    original = getattr(ledger.store.recorder, method)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        return insert(*args, **kwargs)
+        return original(*args, **kwargs)
 
-    ledger.store.recorder.insert_events = counted  # type: ignore[method-assign]
+    setattr(ledger.store.recorder, method, counted)
     return calls
 
 
@@ -33,7 +33,7 @@ def test_after_a_clash_the_next_claim_on_that_host_is_appended_once(durable_url:
         host = a_host(mine, vcpu=100)
         registered = mine.provider(host).generation
         _claim(mine, host)  # my cache holds the host
-        appends = _counting_appends(mine)
+        appends = _counting(mine, "insert_events")
 
         _claim(theirs, host)  # my copy is now stale
         _claim(mine, host)
@@ -52,14 +52,7 @@ def test_a_host_nobody_else_writes_to_is_not_read_before_a_claim(durable_url: st
     with open_ledger(durable_url) as mine:
         host = a_host(mine, vcpu=100)
         _claim(mine, host)
-        reads: list[int] = []
-        select = mine.store.recorder.select_events
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            reads.append(1)
-            return select(*args, **kwargs)
-
-        mine.store.recorder.select_events = counted  # type: ignore[method-assign]
+        reads = _counting(mine, "select_events")
         _claim(mine, host)
 
         assert reads == [] and not mine.store.contention.contended(host)

@@ -21,6 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bench import history
 from allocation_ledger.bench.breakdown import claim_breakdown
@@ -120,8 +121,8 @@ def _threads(ledger: Ledger, table: RawTable, settings: Settings) -> dict[str, A
     commands group-committed), beside one connection's one-row floor timed before and
     after; with how many commands an append carried."""
     hosts = [a_host(ledger, "threads") for _ in range(settings.shared_hosts)]
-    commits = ledger.commits
-    commits.enabled, was = True, commits.enabled
+    commits = GroupCommit(ledger.store, ledger.policy)
+    ledger.commits, was = commits, ledger.commits
     try:
         appends, grouped = commits.appends, commits.grouped
         floor = run_for(table.insert, settings.duration / 2)
@@ -130,7 +131,7 @@ def _threads(ledger: Ledger, table: RawTable, settings: Settings) -> dict[str, A
             settings.duration)
         floor = combine([floor, run_for(table.insert, settings.duration / 2)])
     finally:
-        commits.enabled = was
+        ledger.commits = was
     found = figure(claims, floor)
     found["threads"] = settings.threads
     groups = commits.appends - appends

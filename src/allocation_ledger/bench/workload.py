@@ -10,11 +10,12 @@ import random
 import uuid
 from collections.abc import Callable
 
+from allocation_ledger.application.attempts import run
+from allocation_ledger.application.command_ids import Intent
+from allocation_ledger.application.handlers import claims
 from allocation_ledger.application.inputs import ClaimIn, parse, request_meta
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.application.session import Session, run
 from allocation_ledger.application.views import ConsumerView
-from allocation_ledger.domain import claims
 
 PROJECT = "bench-project"
 USER = "bench-user"
@@ -89,15 +90,9 @@ def unrecorded_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
     def claim() -> object:
         cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: dict(FLAVOUR)},
                     expected_generation=None, project_id=PROJECT, user_id=USER, devices={})
-        meta = request_meta(REQUEST)
-        write = claims.ConsumerWrite(cmd.consumer_uuid, {host: dict(FLAVOUR)}, None, PROJECT,
-                                     USER)
-
-        def decide(s: Session) -> Session:
-            claims.write(s, [write], meta)
-            return s
-
-        session = run(ledger.store, decide, [cmd.consumer_uuid])
-        return ConsumerView.of(cmd.consumer_uuid, session.consumer(cmd.consumer_uuid))
+        it = Intent("", "claim", "", request_meta(REQUEST), given=False)  # no fingerprint
+        uow = run(ledger.store, ledger.policy, claims.claim, cmd, it, [cmd.consumer_uuid],
+                  recorded=False)
+        return ConsumerView.of(cmd.consumer_uuid, uow.consumer(cmd.consumer_uuid))
 
     return claim

@@ -1,7 +1,7 @@
 """Command ids: every command is applied at most once, and its caller learns the truth.
 
 A command runs under an :class:`Intent`: its id (the caller's, else a fresh one), its name
-and a fingerprint of its validated arguments. The session appends the command's record
+and a fingerprint of its validated arguments. The unit of work appends the command's record
 (:class:`~allocation_ledger.domain.command.Command`) in the same atomic append as its
 events, so the store's unique (stream, version) key admits one command per id. Then:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Protocol, TypeVar
 from uuid import UUID, uuid4
@@ -53,7 +53,7 @@ T = TypeVar("T")
 
 
 class Reader(Protocol):
-    """What a command's outcome is read from: the session that applied it, or
+    """What a command's outcome is read from: the unit of work that applied it, or
     :class:`AsOf` its record."""
 
     @property
@@ -241,8 +241,3 @@ def guarded_read(read: Callable[[], T]) -> T:
         return read()
     except CONNECTION_ERRORS as err:
         raise StoreLost(None, f"{type(err).__name__}: {err}") from err
-
-
-def streams_of(aggregates: Iterable[Any]) -> dict[str, int]:
-    """Stream id -> version of these aggregates."""
-    return {str(a.id): a.version for a in aggregates}

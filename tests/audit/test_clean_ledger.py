@@ -16,8 +16,8 @@ from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
+from benchmarks.random_ledger import populate
 from tests.builders import a_host, new_id
-from tests.projections.random_ledger import populate
 
 
 @pytest.fixture(scope="module")

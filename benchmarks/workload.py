@@ -46,7 +46,7 @@ def claim_new(ledger: Ledger, host: str) -> int:
 
 
 def claimer(ledger: Ledger, host: str) -> Callable[[], object]:
-    """An operation for :func:`~allocation_ledger.bench.stats.run_for`: one new claim."""
+    """An operation for :func:`~benchmarks.stats.run_for`: one new claim."""
     return lambda: claim_new(ledger, host)
 
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Benchmark ``Ledger.migrations_in_flight()`` on a ledger with many finished migrations.
 
-    scripts/bench_in_flight.py [--migrations 10000] [--stale 20] [--url URL] [--repeat 5]
+    python -m benchmarks.in_flight [--migrations 10000] [--stale 20] [--url URL] [--repeat 5]
 
 Builds (once per URL: an existing ledger of the same shape is reused) a ledger where one
 instance was resized ``--migrations`` times, each move confirmed, and ``--stale`` other
@@ -20,13 +19,10 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from allocation_ledger import open_ledger  # noqa: E402
-from allocation_ledger.application.catalog import RESOLVED  # noqa: E402
-from allocation_ledger.application.ledger import Ledger  # noqa: E402
-from allocation_ledger.domain.migration import Migration  # noqa: E402
+from allocation_ledger import open_ledger
+from allocation_ledger.application.catalog import RESOLVED
+from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.domain.migration import Migration
 
 WHO = {"actor": "bench_in_flight", "reason": "benchmark ledger"}
 

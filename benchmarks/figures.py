@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import SNAPSHOT_INTERVAL
-from allocation_ledger.bench.stats import Sample
+from benchmarks.stats import Sample
 
 
 def figure(sample: Sample, floor: Sample, *, commands_per_op: int = 1,

@@ -23,7 +23,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
-from allocation_ledger.bench.stats import Sample, merge, run_for
+from benchmarks.stats import Sample, merge, run_for
 
 WARMUP = 20
 TIMEOUT = 300.0
@@ -36,12 +36,12 @@ def _operation(role: str, target: str,
                hosts: Sequence[str]) -> tuple[Callable[[], object], Callable[[], None]]:
     """The operation a writer repeats, and how to clean up after it."""
     if role == FLOOR:
-        from allocation_ledger.bench.floor import open_raw_table
+        from benchmarks.floor import open_raw_table
 
         table = open_raw_table(target)
         return table.insert, table.close
-    from allocation_ledger.bench.workload import a_host, claimer, shared_claimer
     from allocation_ledger.bootstrap import open_ledger
+    from benchmarks.workload import a_host, claimer, shared_claimer
 
     ledger = open_ledger(target)
     if role == SHARED:

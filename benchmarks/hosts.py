@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Claims on a cloud of many hosts beside claims on ten, in one process and one store.
 
-    scripts/bench_hosts.py [--hosts 30000] [--stores sqlite,postgresql] [--duration 10]
-                           [--pg-url URL]
+    python -m benchmarks.hosts [--hosts 30000] [--stores sqlite,postgresql] [--duration 10]
+                               [--pg-url URL]
 
 Registers ten hosts and ``--hosts`` more, claims once on every host (a long-running
 process has met them all), then times new instances claiming on the hosts in turn, on the
@@ -22,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench.scratch import scratch_store
-from allocation_ledger.bench.settings import default_postgres_url
-from allocation_ledger.bench.stats import paired
-from allocation_ledger.bench.workload import a_host, claim_new
 from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.config import cache_size
+from benchmarks.scratch import scratch_store
+from benchmarks.settings import default_postgres_url
+from benchmarks.stats import paired
+from benchmarks.workload import a_host, claim_new
 
 
 def main() -> int:

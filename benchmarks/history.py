@@ -21,10 +21,10 @@ from eventsourcing.persistence import AggregateRecorder
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench.growth import grow, ledger_size
-from allocation_ledger.bench.scratch import Opener
-from allocation_ledger.bench.stats import Sample, run_for
-from allocation_ledger.bench.workload import a_host, claim_new, claimer, new_id
+from benchmarks.growth import grow, ledger_size
+from benchmarks.scratch import Opener
+from benchmarks.stats import Sample, run_for
+from benchmarks.workload import a_host, claim_new, claimer, new_id
 
 SLICE = 50
 WARMUP = 20

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Claims over HTTP beside the in-process API, in one run.
 
-    scripts/bench_http.py [--claims 2000] [--clients 1,8,32] [--stores sqlite,postgresql]
-                          [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--json]
+    python -m benchmarks.http [--claims 2000] [--clients 1,8,32] [--stores sqlite,postgresql]
+                              [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--json]
 
 Starts ``allocation-ledger serve`` over a scratch store of each kind (a temporary SQLite
 file, a fresh PostgreSQL schema, both removed afterwards), measures claims/s with 1, 8 and
@@ -19,7 +18,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from allocation_ledger.bench.over_http import measure, report
+from benchmarks.over_http import measure, report
 
 
 def main(argv: list[str]) -> int:

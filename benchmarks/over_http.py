@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import uuid4
 
-from allocation_ledger.bench.scratch import POOL, scratch_store
 from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.http.server import spawned
+from benchmarks.scratch import POOL, scratch_store
 
 BIG = {"VCPU": {"total": 1_000_000}}
 HEADERS = {"Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}

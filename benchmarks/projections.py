@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Rebuild throughput of the projections on SQLite and PostgreSQL, beside the raw rate of
 inserting the same rows into plain tables (not a test: it prints figures).
 
-    scripts/bench_projections.py [--steps 6000] [--seed 1] [--batch-size 5000] [--repeat 3]
+    python -m benchmarks.projections [--steps 6000] [--seed 1] [--batch-size 5000] [--repeat 3]
         [--postgres-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--keep DIR]
 
-One randomized ledger (``tests/projections/random_ledger.py``) is written to SQLite and
+One randomized ledger (``benchmarks/random_ledger.py``) is written to SQLite and
 copied event for event into a scratch PostgreSQL schema, so both stores rebuild the same
 events. The target: a rebuild on PostgreSQL at no less than 40% of the raw rate of batched
 INSERTs (executemany) of the very rows it wrote; the exit status is 1 when it is missed.
@@ -14,20 +13,17 @@ INSERTs (executemany) of the very rows it wrote; the exit status is 1 when it is
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the generator lives in tests/
-
 from allocation_ledger import open_ledger
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.projections.bench import Figures, copy_events, measure
 from allocation_ledger.projections.store import open_engine
-from tests.projections.random_ledger import populate
+from benchmarks.random_ledger import populate
+from benchmarks.rebuild import Figures, copy_events, measure
 
 TARGET = 0.40
 

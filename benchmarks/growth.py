@@ -14,13 +14,13 @@ Only use it on a ledger nobody else writes to while it grows.
 from __future__ import annotations
 
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench.workload import FLAVOUR, PROJECT, USER, new_id
 from allocation_ledger.domain import claims
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import MigrationNotFound, ProviderNotFound
 from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from benchmarks.workload import FLAVOUR, PROJECT, USER, new_id
 
 EVENTS_PER_CYCLE = 4
 CYCLES_PER_APPEND = 2_500

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench.workload import claim_new
+from benchmarks.workload import claim_new
 
 WARMUP = 20
 

@@ -10,7 +10,7 @@ the loop times only the three writes.
 from __future__ import annotations
 
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench.workload import FLAVOUR, PROJECT, REQUEST, USER, new_id
+from benchmarks.workload import FLAVOUR, PROJECT, REQUEST, USER, new_id
 
 
 class Mover:

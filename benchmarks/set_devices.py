@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Benchmark ``set_devices`` with many ids, beside the floor of its duplicate check.
 
-    scripts/bench_set_devices.py [--stores memory,sqlite,postgresql]
-                                 [--sizes 1000,16000,100000] [--repeat 3]
-                                 [--postgres-url postgresql://postgres@127.0.0.1:5432/ledger_test]
+    python -m benchmarks.set_devices [--stores memory,sqlite,postgresql]
+                                     [--sizes 1000,16000,100000] [--repeat 3]
+                                     [--postgres-url postgresql://postgres@127.0.0.1:5432/ledger_test]
 
 For each size, one provider per run declares that many distinct device ids (the whole
 command: validation, the duplicate check, the held-device check, the append, the view it
@@ -21,11 +20,12 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.bench.scratch import scratch_store
 from allocation_ledger.domain.errors import InvalidRequest
+from benchmarks.scratch import scratch_store
 
 
 def best(repeat: int, run: Callable[[], object]) -> float:
@@ -36,6 +36,11 @@ def best(repeat: int, run: Callable[[], object]) -> float:
         run()
         times.append(time.perf_counter() - started)
     return min(times)
+
+
+def has_duplicates(ids: list[str]) -> bool:
+    """The floor: the plainest duplicate check."""
+    return len(set(ids)) != len(ids)
 
 
 def declare(ledger: Ledger, ids: list[str]) -> None:
@@ -50,7 +55,7 @@ def refused(ledger: Ledger, ids: list[str] | str) -> None:
     provider = str(uuid.uuid4())
     ledger.register_provider(provider, f"gpu-host-{provider[:8]}")
     try:
-        ledger.set_devices(provider, "VGPU", ids, 1)  # type: ignore[arg-type]
+        ledger.set_devices(provider, "VGPU", ids, 1)
     except InvalidRequest:
         return
     raise SystemExit(f"set_devices accepted {type(ids).__name__} of {len(ids)}")
@@ -62,9 +67,9 @@ def run(kind: str, url: str, sizes: list[int], repeat: int) -> None:
         for size in sizes:
             ids = [f"0000:{i // 256:02x}:{i % 256:02x}.{i % 8}-{i}" for i in range(size)]
             doubled = [*ids[:-1], ids[0]]
-            floor = best(repeat, lambda ids=ids: len(set(ids)) != len(ids))
-            took = best(repeat, lambda ids=ids: declare(ledger, ids))
-            dup = best(repeat, lambda doubled=doubled: refused(ledger, doubled))
+            floor = best(repeat, partial(has_duplicates, ids))
+            took = best(repeat, partial(declare, ledger, ids))
+            dup = best(repeat, partial(refused, ledger, doubled))
             print(f"{kind:<10} {size:>7,} ids: set_devices {took * 1000:8.1f} ms "
                   f"({took / floor:6.0f}x the set() floor of {floor * 1000:.2f} ms); "
                   f"one id twice refused in {dup * 1000:7.1f} ms", flush=True)

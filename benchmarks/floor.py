@@ -23,7 +23,7 @@ from typing import Protocol
 
 import psycopg
 
-from allocation_ledger.bench.scratch import conninfo, schema_of
+from benchmarks.scratch import conninfo, schema_of
 
 TOPIC = "allocation_ledger.domain.consumer:Consumer.Created"
 #: About the size of a stored claim event.

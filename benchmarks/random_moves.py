@@ -1,4 +1,4 @@
-"""The commands :mod:`tests.projections.random_ledger` draws from, one function each.
+"""The commands :mod:`benchmarks.random_ledger` draws from, one function each.
 
 Each returns ``False`` when it found nothing to act on (no command sent), else ``None``;
 a refusal raises the ledger's error.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from allocation_ledger import Ledger
 
 if TYPE_CHECKING:
-    from tests.projections.random_ledger import World
+    from benchmarks.random_ledger import World
 
 PROJECT, USER = "project-r", "user-r"
 Action = Callable[[Ledger, "World"], "bool | None"]

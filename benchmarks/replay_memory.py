@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Peak memory and rate of replaying the ledger, by ledger size: a raw read-and-decode of
 every event, the audit, and a rebuild of every projection from zero.
 
-    scripts/bench_replay_memory.py [--events 100000,1000000] [--stores sqlite,postgresql]
-                                   [--pg-url URL] [--workdir DIR] [--json]
+    python -m benchmarks.replay_memory [--events 100000,1000000] [--stores sqlite,postgresql]
+                                       [--pg-url URL] [--workdir DIR] [--json]
 
-Each ledger is grown by claim-and-release cycles on one host (``bench/growth.py``: the
+Each ledger is grown by claim-and-release cycles on one host (``benchmarks/growth.py``: the
 history grows, the state does not), on SQLite in ``--workdir`` (kept and reused by the next
 run) and in a fresh PostgreSQL schema. Each replay runs in a process of its own, which
 reports its own peak resident set size (``getrusage``'s ``ru_maxrss``) and wall time; the
@@ -28,14 +27,13 @@ from typing import Any
 
 import psycopg
 
+from allocation_ledger import open_ledger
+from benchmarks.growth import grow, ledger_size
+from benchmarks.settings import default_postgres_url
+from benchmarks.workload import a_host
+
+# the repository root: the child runs ``python -m benchmarks.replay_memory`` from there
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the projections package lives beside the sources
-
-from allocation_ledger import open_ledger  # noqa: E402
-from allocation_ledger.bench.growth import grow, ledger_size  # noqa: E402
-from allocation_ledger.bench.settings import default_postgres_url  # noqa: E402
-from allocation_ledger.bench.workload import a_host  # noqa: E402
-
 KINDS = ("read", "audit", "rebuild")
 
 
@@ -80,8 +78,8 @@ def _measure(store: str, url: str) -> list[dict[str, Any]]:
     """Each kind of replay in a fresh process."""
     found = []
     for kind in KINDS:
-        out = subprocess.run([sys.executable, __file__, "--child", kind, "--url", url],
-                             check=True, capture_output=True, text=True).stdout
+        child = [sys.executable, "-m", "benchmarks.replay_memory", "--child", kind, "--url", url]
+        out = subprocess.run(child, cwd=ROOT, check=True, capture_output=True, text=True).stdout
         found.append({"store": store, **json.loads(out.strip().splitlines()[-1])})
     read = found[0]["events_per_second"]
     for row in found:

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from allocation_ledger import Ledger
 from allocation_ledger.domain.errors import LedgerError
-from tests.projections import random_moves as moves
+from benchmarks import random_moves as moves
 
 PROJECT, USER = "project-r", "user-r"
 

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """Benchmark the audit: replay throughput (events read, applied and checked per second) on a
 large ledger, on SQLite and PostgreSQL.
 
-    scripts/bench_audit.py [--events 100000] [--stores sqlite,postgresql] [--repeat 3]
-                           [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test]
-                           [--workdir DIR] [--json]
+    python -m benchmarks.audit [--events 100000] [--stores sqlite,postgresql] [--repeat 3]
+                               [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test]
+                               [--workdir DIR] [--json]
 
 The ledger is written once through the service (in memory, the randomized workload of
-``tests/projections/random_ledger.py``: claims, moves, evacuations, device and inventory
+``benchmarks/random_ledger.py``: claims, moves, evacuations, device and inventory
 changes), then its events are copied as they are into a SQLite file and a fresh PostgreSQL
 schema, and each is audited ``--repeat`` times from a cold store. With ``--workdir`` the
 SQLite copy is kept and reused by the next run. Wall-clock and CPU throughput are both
@@ -30,17 +29,14 @@ from typing import Any
 import psycopg
 from eventsourcing.persistence import StoredEvent
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the workload lives with the tests
-
-from allocation_ledger import open_ledger  # noqa: E402
-from allocation_ledger.adapters.decoding import Decoder  # noqa: E402
-from allocation_ledger.adapters.eventstore import EventStore  # noqa: E402
-from allocation_ledger.audit import audit  # noqa: E402
-from allocation_ledger.audit.reading import notifications  # noqa: E402
-from allocation_ledger.bench.settings import default_postgres_url  # noqa: E402
-from allocation_ledger.bootstrap import open_store  # noqa: E402
-from tests.projections.random_ledger import populate  # noqa: E402
+from allocation_ledger import open_ledger
+from allocation_ledger.adapters.decoding import Decoder
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit import audit
+from allocation_ledger.audit.reading import notifications
+from allocation_ledger.bootstrap import open_store
+from benchmarks.random_ledger import populate
+from benchmarks.settings import default_postgres_url
 
 TARGET = 20_000
 BATCH = 2000

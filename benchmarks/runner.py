@@ -23,14 +23,15 @@ from typing import Any
 
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.ledger import Ledger
-from allocation_ledger.bench import history
-from allocation_ledger.bench.breakdown import claim_breakdown
-from allocation_ledger.bench.figures import figure, targets
-from allocation_ledger.bench.floor import RawTable, floor_target, open_raw_table
-from allocation_ledger.bench.moves import Mover
-from allocation_ledger.bench.scratch import Opener, scratch_store
-from allocation_ledger.bench.settings import Settings
-from allocation_ledger.bench.stats import (
+from allocation_ledger.bootstrap import open_ledger
+from benchmarks import history
+from benchmarks.breakdown import claim_breakdown
+from benchmarks.figures import figure, targets
+from benchmarks.floor import RawTable, floor_target, open_raw_table
+from benchmarks.moves import Mover
+from benchmarks.scratch import Opener, scratch_store
+from benchmarks.settings import Settings
+from benchmarks.stats import (
     Sample,
     combine,
     interleaved,
@@ -38,8 +39,8 @@ from allocation_ledger.bench.stats import (
     run_for,
     run_together,
 )
-from allocation_ledger.bench.unchained import open_unchained
-from allocation_ledger.bench.workload import (
+from benchmarks.unchained import open_unchained
+from benchmarks.workload import (
     a_host,
     batch_claimer,
     claimer,
@@ -47,8 +48,7 @@ from allocation_ledger.bench.workload import (
     shared_claimer,
     unrecorded_claimer,
 )
-from allocation_ledger.bench.writers import CLAIMS, FLOOR, SHARED, run_writers
-from allocation_ledger.bootstrap import open_ledger
+from benchmarks.writers import CLAIMS, FLOOR, SHARED, run_writers
 
 Progress = Callable[[str], None]
 #: Rounds of the writer-process figures (each of ``duration / ROUNDS`` seconds).

@@ -9,11 +9,11 @@ import pytest
 
 from allocation_ledger import open_ledger
 from allocation_ledger.application.policy import WritePolicy
-from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.errors import (
     InsufficientCapacity,
     InvalidAllocation,
 )
+from allocation_ledger.domain.ids import provider_stream_id
 from tests.builders import PROJECT, USER, a_host, new_id
 from tests.invariants import assert_invariants
 

@@ -46,9 +46,10 @@ from allocation_ledger.application.policy import WritePolicy
 from allocation_ledger.application.readside import ReadSide
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
+from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.ids import consumer_stream_id
-from allocation_ledger.domain.migration import RESIZE, Migration
+from allocation_ledger.domain.migration import RESIZE, Migration, started_by
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -111,7 +112,7 @@ class Ledger:
         *,
         project_id: str,
         user_id: str,
-        consumer_type: str = "INSTANCE",
+        consumer_type: str = INSTANCE,
         devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         request: Mapping[str, str] | None = None,
         command_id: CommandId | None = None,
@@ -478,11 +479,11 @@ class Ledger:
                         for u in catalog.migrations(self.store, in_flight_only=True)]
             return [MigrationView.of(found)
                     for found in self.store.get_short_many(open_ids).values()
-                    if isinstance(found, Migration) and found.status == "in-progress"]
+                    if isinstance(found, Migration) and found.in_flight]
 
         views = guarded_read(in_flight)
-        return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
-                      key=lambda v: v.started_at)
+        cutoff = started_by(now, age.older_than_seconds)
+        return sorted((v for v in views if v.started_at <= cutoff), key=lambda v: v.started_at)
 
     def providers(self) -> dict[str, catalog.ProviderEntry]:
         """Every provider that exists (UUID, name, parent, root), in order of registration."""

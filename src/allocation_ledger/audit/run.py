@@ -24,6 +24,7 @@ from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.migration import started_by
 
 Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 2000
@@ -150,9 +151,10 @@ def stale_migrations(state: LedgerState, older_than: float,
     allocations Nova leaks when a move is never confirmed or reverted."""
     now = now or datetime.now(UTC)
     found: list[Finding] = []
+    cutoff = started_by(now, older_than)
     for migration in sorted(state.migrations(), key=lambda m: m.started_at):
         age = (now - migration.started_at).total_seconds()
-        if migration.in_flight and age >= older_than:
+        if migration.in_flight and migration.started_at <= cutoff:
             where = Where(state.created_at.get(migration.id, 0), migration.started_at,
                           migration.id)
             found.append(Finding.at(

@@ -96,8 +96,9 @@ def provider_data(view: ProviderView) -> dict[str, Any]:
     return {
         "name": view.name, "generation": view.generation, "parent_uuid": view.parent_uuid,
         "root_uuid": view.root_uuid, "devices": view.devices,
-        "classes": {rc: {**asdict(c.inventory), "used": c.used, "capacity": c.capacity,
-                         "free": c.free, "over_capacity": c.over_capacity}
+        "classes": {rc: {**(asdict(c.inventory) if c.inventory else {}), "used": c.used,
+                         "capacity": c.capacity, "free": c.free,
+                         "over_capacity": c.over_capacity}
                     for rc, c in view.classes.items()},
     }
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from allocation_ledger.domain import moves
 from allocation_ledger.domain.allocating import Holding, Target, reallocate
-from allocation_ledger.domain.consumer import MIGRATION, Consumer, check_generation
+from allocation_ledger.domain.consumer import INSTANCE, MIGRATION, Consumer, check_generation
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.holdings import holding
 from allocation_ledger.domain.migration import Migration
@@ -29,7 +29,7 @@ class ConsumerWrite:
     expected_generation: int | None
     project_id: str
     user_id: str
-    consumer_type: str = "INSTANCE"
+    consumer_type: str = INSTANCE
     devices: Devices = field(default_factory=dict)
 
 

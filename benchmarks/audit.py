@@ -33,7 +33,7 @@ from allocation_ledger import open_ledger
 from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import audit
-from allocation_ledger.audit.reading import notifications
+from allocation_ledger.audit.ledger_events import notifications
 from allocation_ledger.bootstrap import open_store
 from benchmarks.random_ledger import populate
 from benchmarks.settings import default_postgres_url

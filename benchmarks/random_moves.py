@@ -235,7 +235,7 @@ def change_devices(ledger: Ledger, w: World) -> bool | None:
 def churn_host(ledger: Ledger, w: World) -> None:
     """Register a host, or delete an idle one with its children."""
     idle = [h for h in w.hosts
-            if not any(sum(u.values()) for u in ledger.tree_usages(h).values())]
+            if not any(sum(u.values()) for u in ledger.usages_in_tree(h).values())]
     if len(w.hosts) < 5 or not idle or w.rng.random() < 0.4:
         add_host(ledger, w)
         return

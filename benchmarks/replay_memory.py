@@ -91,7 +91,7 @@ def _child(kind: str, url: str) -> dict[str, Any]:
     """One replay in this process: events, seconds, rate and peak RSS."""
     from allocation_ledger.adapters.decoding import Decoder
     from allocation_ledger.audit import audit
-    from allocation_ledger.audit.reading import notifications
+    from allocation_ledger.audit.ledger_events import notifications
     from allocation_ledger.bootstrap import open_store
     from allocation_ledger.projections.readmodels import ReadModels
 

@@ -122,7 +122,7 @@ def devices_of_host(engine: Engine, root_uuid: str) -> list[DeviceAssignment]:
         return [DeviceAssignment(*row) for row in conn.execute(query)]
 
 
-def in_flight_migrations(engine: Engine, older_than_seconds: float = 0.0,
+def migrations_in_flight(engine: Engine, older_than_seconds: float = 0.0,
                          now: datetime | None = None) -> list[MigrationContext]:
     """Moves still in flight that started at least ``older_than_seconds`` before ``now``,
     oldest first: the allocations Nova leaks when nobody confirms or reverts."""

@@ -10,8 +10,8 @@ import pytest
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.audit import audit
 from allocation_ledger.audit.commands import CommandSplitter
+from allocation_ledger.audit.ledger_events import entries
 from allocation_ledger.audit.pointintime import replay
-from allocation_ledger.audit.reading import entries
 from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
 from allocation_ledger.domain.consumer import Consumer

@@ -456,7 +456,7 @@ class Ledger:
             pending.extend(reversed(provider.children))
         return found
 
-    def tree_usages(self, root_uuid: str) -> dict[str, dict[str, int]]:
+    def usages_in_tree(self, root_uuid: str) -> dict[str, dict[str, int]]:
         """Usage per provider and class across a whole tree."""
         return {uuid: view.usages for uuid, view in self.tree(root_uuid).items()}
 

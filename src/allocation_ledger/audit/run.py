@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
-from allocation_ledger.audit import readmodels
 from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
+from allocation_ledger.audit.ledger_events import entries, last_position
 from allocation_ledger.audit.pointintime import replay, reviver
-from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
@@ -90,13 +90,13 @@ def audit(
     hash before ``start``), and so is the database's own integrity where it has a check;
     ``verify_chain=False`` leaves the chain out (only for measuring what it costs).
     """
-    read, notes = (readmodels.load(store, projections if isinstance(projections, str)
+    read, notes = (drift.load(store, projections if isinstance(projections, str)
                                    else None) if projections else (None, []))
-    unbound = readmodels.unbound(store, read) if read is not None else []
+    unbound = drift.unbound(store, read) if read is not None else []
     if unbound:  # another history's read models: comparing them says nothing more
         read, notes = None, [*notes, "projection drift not checked: the read models do not "
                              "belong to this ledger's history"]
-    due = readmodels.Due(read) if read is not None else None
+    due = drift.Due(read) if read is not None else None
     began = time.perf_counter()  # the replay's own time, for its throughput
     # the drift check compares every consumer's generation: then keep every consumer
     every = bool(projections)
@@ -125,7 +125,7 @@ def audit(
 
 
 def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,
-           due: readmodels.Due | None, progress: Progress | None,
+           due: drift.Due | None, progress: Progress | None,
            links: ChainCheck | None) -> None:
     """Feed the auditor every event from ``start`` to ``stop``; check the chain; compare
     each read model when the replay reaches its position."""

@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the state asked for."""
     from allocation_ledger.audit import pointintime as pit
-    from allocation_ledger.cli.auditing import resolve_id, store_of
     from allocation_ledger.cli.output import dumps
+    from allocation_ledger.cli.read_only import resolve_id, store_of
 
     if args.what != "hosts" and not args.uuid:
         raise UsageError(f"state-at {args.what} needs a UUID")

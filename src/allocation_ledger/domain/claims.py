@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from allocation_ledger.domain import moves
-from allocation_ledger.domain.allocating import Holding, Target, reallocate
 from allocation_ledger.domain.consumer import INSTANCE, MIGRATION, Consumer, check_generation
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.holdings import holding
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.reallocation import Holding, Target, reallocate
 from allocation_ledger.domain.values import Allocations, Devices, RequestMeta
 from allocation_ledger.domain.workspace import Workspace
 

@@ -11,9 +11,9 @@ conflicting move leaves the ledger exactly as it was.
 
 from __future__ import annotations
 
-from allocation_ledger.domain.allocating import Holding, Target, check_unit_rules, reallocate
 from allocation_ledger.domain.consumer import Consumer, check_generation
 from allocation_ledger.domain.errors import (
+    ConsumerHoldsNothing,
     ConsumerNotFound,
     InvalidRequest,
     MigrationInProgress,
@@ -31,6 +31,7 @@ from allocation_ledger.domain.migration import (
     REVERTED,
     Migration,
 )
+from allocation_ledger.domain.reallocation import Holding, Target, check_unit_rules, reallocate
 from allocation_ledger.domain.values import (
     Allocations,
     RequestMeta,
@@ -145,7 +146,7 @@ def _movable_instance(
         )
     check_generation(instance_uuid, instance, expected_generation)
     if instance is None or not instance.allocations:
-        raise ConsumerNotFound(instance_uuid)
+        raise ConsumerHoldsNothing(instance_uuid)
     moving = in_flight_migration(ws, instance)
     if moving is not None:
         raise MigrationInProgress(instance_uuid, moving.uuid)

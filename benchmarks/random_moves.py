@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from allocation_ledger import Ledger
 
 if TYPE_CHECKING:
-    from benchmarks.random_ledger import World
+    from benchmarks.random_world import World
 
 PROJECT, USER = "project-r", "user-r"
 Action = Callable[[Ledger, "World"], "bool | None"]

@@ -15,11 +15,11 @@ from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
-from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.audit.readrows import ReadRows, read_rows
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import StoreNotFound
 from allocation_ledger.projections import store as where
+from allocation_ledger.projections.binding import binding_problem
 
 #: Findings reported per projection; beyond that, a note says how many more there were.
 LIMIT = 20

@@ -1,4 +1,5 @@
-"""The read side's command line: ``allocation-ledger projections ...`` and the scripts.
+"""What ``allocation-ledger projections ...`` (and the projection scripts) does with the
+read side.
 
 - ``rebuild``: empty the tables and replay the ledger from its first event;
 - ``resume``: catch up from each projection's stored position;
@@ -21,10 +22,9 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from allocation_ledger.bootstrap import open_read_models
-from allocation_ledger.cli.output import print_json
+from allocation_ledger.cli.output import ProgressBar, print_json
 from allocation_ledger.domain.errors import StoreUnavailable
 from allocation_ledger.projections.catalog import UnknownProjection, select
-from allocation_ledger.projections.progress import ProgressBar
 from allocation_ledger.projections.readmodels import ReadModels, Report
 
 log = logging.getLogger("projections")

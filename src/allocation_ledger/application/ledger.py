@@ -1,8 +1,13 @@
-"""The service API: :class:`Ledger`.
+"""The service API: :class:`Ledger`, a façade over the command handlers.
 
-Every command validates its input (pydantic), loads the streams it needs, lets the domain
-decide, and appends everything it changed in one atomic write. A rejected command raises a
-:class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing.
+Each command method does three things: it validates its arguments into the command's input
+model (:mod:`.inputs`), makes the command's intent (its id and the fingerprint of those
+arguments, :mod:`.command_ids`), and hands both to its handler (:mod:`.handlers`) through
+:func:`.handling.handle`, with the view its caller gets back. The handler loads through a
+unit of work and lets the domain decide; everything the command changed is appended in one
+atomic write. A rejected command raises a
+:class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing. The reads at the
+end load the streams directly.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ DEFAULT_STALE_AFTER = 3600.0
 
 
 class CommandMetrics:
-    """Counters the command path updates (see ``application.session.run``)."""
+    """Counters the command path updates (see ``application.attempts.run``)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.commands = Counter("ledger_commands", "Commands appended", registry=registry)

@@ -16,6 +16,7 @@ from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
 from tests.builders import a_host, new_id
 from tests.projections.random_ledger import populate
 
@@ -70,7 +71,7 @@ def test_replay_rebuilds_every_stream_exactly_as_the_store_loads_it(
         assert fingerprint(aggregate) == fingerprint(ledger.store.repository.get(stream))
 
 
-def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing(
+def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing_and_commands(
     long_ledger: tuple[Ledger, set[int]],
 ) -> None:
     ledger, _ = long_ledger
@@ -78,8 +79,8 @@ def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing(
     kept = replay(ledger.store)
 
     held = {stream for stream, a in everything.aggregates.items()
-            if not isinstance(a, Consumer) or a.allocations or a.devices
-            or (isinstance(a, Migration) and a.in_flight)}
+            if isinstance(a, Provider) or (isinstance(a, Consumer) and (
+                a.allocations or a.devices or (isinstance(a, Migration) and a.in_flight)))}
     assert set(kept.aggregates) == held < set(everything.aggregates)
     for stream in held:  # consumers let go and read back later replay the same
         assert fingerprint(kept.aggregates[stream]) == fingerprint(

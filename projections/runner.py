@@ -8,7 +8,7 @@ at all, and an event at or below a projection's stored position is never applied
 A batch only ever ends where a command ended, so no projection ever shows half a command.
 The ledger records each command in one transaction, so an end is certain where the ledger's
 head was (the last event recorded when it was read), and wherever the audit's
-:class:`~allocation_ledger.audit.commands.CommandSplitter` sees one: the ``request``
+:class:`~allocation_ledger.adapters.command_ends.CommandSplitter` sees one: the ``request``
 stamped on every event of a command changes (each command stamps a fresh ``command_id``
 into it), or the order of the streams proves a new append began (ledgers written before
 command ids, or by a bulk loader, share one ``request`` across many commands). Batches grow
@@ -36,8 +36,8 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.adapters.notifications import chain_hash
-from allocation_ledger.audit.commands import CommandSplitter
 from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.domain.errors import ReadModelsDiverged
 from allocation_ledger.projections import reading, tracking

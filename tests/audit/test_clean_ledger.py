@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import audit
-from allocation_ledger.audit.commands import CommandSplitter
 from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.reading import entries
 from allocation_ledger.audit.state import fingerprint

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.consumer import Consumer, generation_of
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.values import Allocations
 from allocation_ledger.projections import tables
@@ -84,7 +84,7 @@ def _hold(rows: Workset, consumer: Row, version: int, allocations: Allocations) 
             for rc, n in sorted(by_rc.items())]
     previous = consumer.get("generation")
     context_events = consumer["version"] - previous if previous is not None else 0
-    generation = version - context_events if held else None
+    generation = generation_of(version - context_events, holds=bool(held))
     rows.put(CONSUMERS, uuid, [{**consumer, "generation": generation, "version": version}])
     rows.put(ALLOCATIONS, uuid, [{
         "consumer_uuid": uuid,

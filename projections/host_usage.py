@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
+from allocation_ledger.domain import rules
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
 from allocation_ledger.projections import tables
@@ -122,7 +123,8 @@ def usage_row(provider: Row, resource_class: str, inventory: dict[str, Any], use
 
 def _with_used(row: Row, used: int) -> Row:
     capacity: int = row["capacity"]
-    return {**row, "used": used, "free": max(capacity - used, 0), "over_capacity": used > capacity}
+    return {**row, "used": used, "free": rules.free(capacity, used),
+            "over_capacity": rules.over_capacity(capacity, used)}
 
 
 def _used(rows: Workset, provider: Row) -> dict[str, int]:

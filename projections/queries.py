@@ -7,11 +7,12 @@ Each projection shows the ledger up to its own position; to read your own writes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, Integer, cast, column, func, select, table
 
+from allocation_ledger.domain.migration import IN_PROGRESS, started_by
 from allocation_ledger.projections import tables
 
 _usage, _providers, _migrations = tables.host_usage.c, tables.providers.c, tables.migrations.c
@@ -121,13 +122,13 @@ def devices_of_host(engine: Engine, root_uuid: str) -> list[DeviceAssignment]:
         return [DeviceAssignment(*row) for row in conn.execute(query)]
 
 
-def in_flight_migrations(engine: Engine, older_than_seconds: float = 0.0,
+def migrations_in_flight(engine: Engine, older_than_seconds: float = 0.0,
                          now: datetime | None = None) -> list[MigrationContext]:
     """Moves still in flight that started at least ``older_than_seconds`` before ``now``,
     oldest first: the allocations Nova leaks when nobody confirms or reverts."""
-    since = (now or datetime.now(UTC)) - timedelta(seconds=older_than_seconds)
+    since = started_by(now or datetime.now(UTC), older_than_seconds)
     query = (select(tables.migrations)
-             .where(_migrations.status == "in-progress", _migrations.started_at <= since)
+             .where(_migrations.status == IN_PROGRESS, _migrations.started_at <= since)
              .order_by(_migrations.started_at, _migrations.migration_uuid))
     with engine.connect() as conn:
         return [MigrationContext(**row._mapping) for row in conn.execute(query)]

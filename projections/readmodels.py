@@ -13,12 +13,11 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine, delete, func, select
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.projections import catalog, tables, tracking
 from allocation_ledger.projections.runner import Runner, bound_positions
 from allocation_ledger.projections.store import empty, open_engine
@@ -41,7 +40,16 @@ class Report:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
 
-def ledger_position(ledger: Ledger) -> int:
+class OpenLedger(Protocol):
+    """An open ledger: anything that holds its event store (the service's ``Ledger``)."""
+
+    @property
+    def store(self) -> EventStore:
+        """The ledger's event store."""
+        ...
+
+
+def ledger_position(ledger: OpenLedger) -> int:
     """The ledger's last notification id: wait for it to read your own writes."""
     return ledger.store.recorder.max_notification_id() or 0
 
@@ -57,7 +65,7 @@ class ReadModels:
         self._owns_store = owns_store
 
     @classmethod
-    def of(cls, ledger: Ledger, url: str | None = None,
+    def of(cls, ledger: OpenLedger, url: str | None = None,
            names: Iterable[str] | None = None) -> ReadModels:
         """The read models of an open ledger (``url``: keep them in another store)."""
         return cls(ledger.store, open_engine(ledger.store.env, url), names)

@@ -38,9 +38,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.adapters.notifications import chain_hash
-from allocation_ledger.audit.integrity import binding_problem
 from allocation_ledger.domain.errors import ReadModelsDiverged
 from allocation_ledger.projections import reading, tracking
+from allocation_ledger.projections.binding import binding_problem
 from allocation_ledger.projections.feed import Feed
 from allocation_ledger.projections.projection import Projection
 from allocation_ledger.projections.reading import Event

@@ -51,11 +51,11 @@ class ProjectedReadSide:
         """Every device of a host's tree with holder and role."""
         return queries.devices_of_host(self._engine(), canonical_uuid(root_uuid))
 
-    def in_flight_migrations(self, older_than_seconds: float = 0.0
+    def migrations_in_flight(self, older_than_seconds: float = 0.0
                              ) -> Sequence[queries.MigrationContext]:
         """Migrations in flight that started at least that long ago, oldest first."""
         age = parse(AgeIn, older_than_seconds=older_than_seconds)
-        return queries.in_flight_migrations(self._engine(), age.older_than_seconds)
+        return queries.migrations_in_flight(self._engine(), age.older_than_seconds)
 
     def providers(self) -> Sequence[queries.ProviderRow]:
         """Every live provider: name, parent, root, generation."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the wheel and try it as a user would: install it into a fresh virtualenv, check that
-# it installs only the `allocation_ledger` package (with its `py.typed`), import it, run the
-# demo from an empty directory, and type-check a user's script against it with mypy --strict.
+# it installs only the `allocation_ledger` package (with its `py.typed`, without the
+# benchmarks: they live in the repository's benchmarks/), import it, run the demo from an
+# empty directory, and type-check a user's script against it with mypy --strict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,7 +22,10 @@ top = sorted({n.split("/")[0] for n in names if not n.split("/")[0].endswith(".d
 assert top == ["allocation_ledger"], f"the wheel installs top-level names {top}"
 assert "allocation_ledger/py.typed" in names, "the wheel does not ship py.typed"
 assert any(n.startswith("allocation_ledger/projections/") for n in names), "no read side"
-print("top-level names:", ", ".join(top), "(py.typed shipped)")
+benches = [n for n in names if n.startswith("allocation_ledger/bench/")
+           or n == "allocation_ledger/projections/bench.py"]
+assert not benches, f"the wheel ships benchmark code: {benches}"
+print("top-level names:", ", ".join(top), "(py.typed shipped, no benchmark code)")
 PY
 
 "$PYTHON" -m venv "$WORK/venv"

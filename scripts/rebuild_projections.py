@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from allocation_ledger.projections.cli import main
+from allocation_ledger.cli.read_models import main
 
 
 def _argv(args: list[str]) -> list[str]:

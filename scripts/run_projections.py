@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from allocation_ledger.projections.cli import main
+from allocation_ledger.cli.read_models import main
 
 if __name__ == "__main__":
     raise SystemExit(main(["follow", *sys.argv[1:]]))

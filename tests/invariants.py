@@ -9,7 +9,7 @@ from allocation_ledger import Ledger
 from allocation_ledger.adapters import chain
 from allocation_ledger.audit.chain import ChainCheck
 from allocation_ledger.audit.integrity import chained
-from allocation_ledger.audit.reading import notifications
+from allocation_ledger.audit.ledger_events import notifications
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider

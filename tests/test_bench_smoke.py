@@ -1,21 +1,25 @@
 """The benchmark works: its smallest run on the in-memory store and SQLite writes results of
-the documented shape, and the history it grows is a valid ledger. Speed is not asserted:
-the figures of a shared test machine mean nothing, the shape and the bookkeeping do."""
+the documented shape, the history it grows is a valid ledger, and ``python -m benchmarks``
+runs from the repository root. Speed is not asserted: the figures of a shared test machine
+mean nothing, the shape and the bookkeeping do."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from allocation_ledger import open_ledger
-from allocation_ledger.bench.growth import grow, ledger_size
-from allocation_ledger.bench.workload import FLAVOUR, a_host
-from allocation_ledger.cli import main
+from benchmarks.__main__ import main
+from benchmarks.growth import grow, ledger_size
+from benchmarks.workload import FLAVOUR, a_host
 from tests.invariants import assert_invariants
 
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_FIELDS = {"count", "items_per_op", "seconds", "rate", "p50_ms", "p95_ms", "p99_ms"}
 FIGURE_FIELDS = SAMPLE_FIELDS | {"floor", "vs_floor", "p50_vs_floor"}
 
@@ -32,7 +36,7 @@ def assert_figure(found: dict[str, Any]) -> None:
 
 def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    code = main(["bench", "--quick", "--stores", "memory,sqlite", "--duration", "0.2",
+    code = main(["--quick", "--stores", "memory,sqlite", "--duration", "0.2",
                  "--writers", "1,2", "--batch-sizes", "1,10", "--small-history", "200",
                  "--grow-to", "1200", "--history-claims", "50", "--workdir", str(tmp_path),
                  "--out", str(out)])
@@ -86,6 +90,25 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert ("sqlite", "rows a fresh store reads for its first claim") in names
     assert ("sqlite", "single claims with the chain vs without") in names
     assert all(isinstance(t["met"], bool) for t in results["targets"])
+
+
+@pytest.mark.parametrize("options", [
+    ["--duration", "nan"],
+    ["--writers", "0"],
+    ["--stores", "oracle"],
+    ["--grow-to", "100", "--small-history", "200"],
+])
+def test_bad_options_are_usage_errors(options: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(options)
+    assert exit_.value.code == 2
+
+
+def test_it_runs_as_a_module_from_the_repository_root() -> None:
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "python -m benchmarks --quick" in done.stdout
 
 
 def test_growth_is_valid_history() -> None:

@@ -16,6 +16,7 @@ from allocation_ledger.adapters import chain, deploy
 from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.application.policy import WritePolicy
 from allocation_ledger.config import CONNINFO, StoreConfig, parse_url
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ def open_ledger(
     url: str | None = None, *, read_side: bool = False, projections_url: str | None = None,
     create: bool = True,
     group_commit: bool = False,
+    policy: WritePolicy | None = None,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
@@ -169,10 +171,12 @@ def open_ledger(
     ledger's own database, or in ``projections_url``). With ``create=False`` (readers) a
     store without a ledger is :class:`StoreNotFound` and nothing is created. With
     ``group_commit`` the commands its threads send together share appends (see
-    ``application/grouping.py``).
+    ``application/grouping.py``). ``policy``: what a command's first attempt may take from
+    the process's cache and how clashes on hosts are retried (the default
+    :class:`~allocation_ledger.application.policy.WritePolicy` unless given).
     """
     store, _ = open_store(url, create=create)
-    ledger = Ledger(store, group_commit=group_commit)
+    ledger = Ledger(store, policy=policy or WritePolicy(), group_commit=group_commit)
     if read_side:
         from allocation_ledger.projections.readmodels import ReadModels
         from allocation_ledger.projections.service import ProjectedReadSide

@@ -10,15 +10,15 @@ import pytest
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import audit
+from allocation_ledger.audit.ledger_events import entries
 from allocation_ledger.audit.pointintime import replay
-from allocation_ledger.audit.reading import entries
 from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from benchmarks.random_ledger import populate
 from tests.builders import a_host, new_id
-from tests.projections.random_ledger import populate
 
 
 @pytest.fixture(scope="module")

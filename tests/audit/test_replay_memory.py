@@ -13,8 +13,8 @@ import pytest
 from allocation_ledger import open_ledger
 from allocation_ledger.adapters.positions import position_of
 from allocation_ledger.audit import audit, history
+from allocation_ledger.audit.ledger_events import last_position
 from allocation_ledger.audit.pointintime import replay, reviver
-from allocation_ledger.audit.reading import last_position
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import consumer_stream_id
 from tests.builders import a_host, an_instance, new_id

@@ -16,12 +16,12 @@ from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import SNAPSHOT_INTERVAL
 from allocation_ledger.audit import audit
 from allocation_ledger.audit import findings as f
-from allocation_ledger.audit.reading import notifications
+from allocation_ledger.audit.ledger_events import notifications
 from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.provider import Provider
+from benchmarks.random_ledger import populate
 from tests.audit import tampering
 from tests.builders import a_host
-from tests.projections.random_ledger import populate
 
 
 def _provider_at_version(ledger: Ledger, version: int) -> str:

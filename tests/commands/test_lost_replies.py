@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.application import commands
+from allocation_ledger.application import command_ids
 from allocation_ledger.audit import audit
 from allocation_ledger.domain.errors import OutcomeUnknown, StoreUnavailable
 from tests.builders import PROJECT, USER, a_host, new_id
@@ -109,7 +109,7 @@ def test_an_unknown_outcome_is_found_by_looking_the_command_up(
     """The store goes away right after committing: the caller is told the outcome is
     unknown (not a conflict, not a driver error), and ``command(id)`` tells the truth."""
     ledger, proxy = proxied
-    monkeypatch.setattr(commands, "RECOVERY_ATTEMPTS", 1)
+    monkeypatch.setattr(command_ids, "RECOVERY_ATTEMPTS", 1)
     host = a_host(ledger)
     committed, swallowed = new_id(), new_id()
     for vm, cid, fault in ((committed, "lost-after-commit", proxy.lose_next_reply),

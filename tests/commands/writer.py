@@ -21,7 +21,7 @@ import sys
 import time
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.application import commands
+from allocation_ledger.application import command_ids
 from allocation_ledger.domain.errors import ConcurrentUpdate, LedgerError, StoreUnavailable
 
 PROJECT, USER = "project-a", "user-a"
@@ -59,7 +59,7 @@ def main(url: str, mode: str, *args: str) -> None:
             return
         prefix, host, vm = args
         if mode == "persist":  # it retries itself: the ledger gives up after one try
-            commands.RECOVERY_ATTEMPTS = 1
+            command_ids.RECOVERY_ATTEMPTS = 1
         n = 1
         while True:
             try:

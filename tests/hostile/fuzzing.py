@@ -114,7 +114,7 @@ CALLS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consumer": lambda w: {"consumer_uuid": w.vm},
     "provider": lambda w: {"provider_uuid": w.host},
     "tree": lambda w: {"root_uuid": w.host},
-    "tree_usages": lambda w: {"root_uuid": w.host},
+    "usages_in_tree": lambda w: {"root_uuid": w.host},
     "migration": lambda w: {"migration_uuid": w.migration},
     "migrations_in_flight": lambda w: {"older_than_seconds": 0.0, "now": None},
     "register_provider": lambda w: {
@@ -161,7 +161,7 @@ QUERIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "tree_usage": lambda w: {"root_uuid": None},
     "free_capacity": lambda w: {"resource_class": "VCPU", "at_least": 1},
     "devices_of_host": lambda w: {"root_uuid": w.host},
-    "in_flight_migrations": lambda w: {"older_than_seconds": 60.0},
+    "migrations_in_flight": lambda w: {"older_than_seconds": 60.0},
 }
 
 

@@ -88,9 +88,6 @@ BAD = [
     (2, ["projections", "rebuild", "--url", GOOD, "--batch-size", "0"]),
     (2, ["projections", "follow", "--url", GOOD, "--poll-interval", "inf"]),
     (2, ["projections", "resume", "--url", GOOD, "--name", "hosts"]),
-    (2, ["bench", "--duration", "nan"]),
-    (2, ["bench", "--writers", "0"]),
-    (2, ["bench", "--stores", "oracle"]),
     # bad usage
     (2, []),
     (2, ["nosuchcommand"]),

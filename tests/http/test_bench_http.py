@@ -6,11 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from allocation_ledger.bench import over_http
-from allocation_ledger.bench.over_http import Figure, measure, report
-from allocation_ledger.bench.scratch import scratch_store
 from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.http.server import spawned
+from benchmarks import over_http
+from benchmarks.over_http import Figure, measure, report
+from benchmarks.scratch import scratch_store
 
 
 def test_the_smallest_run_prints_ratios(tmp_path: Path) -> None:
@@ -31,11 +31,11 @@ def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
                 {"VCPU": 5}, {"VCPU": 5}]
 
 
-def test_the_script_runs(tmp_path: Path) -> None:
-    script = Path(__file__).parents[2] / "scripts" / "bench_http.py"
-    done = subprocess.run([sys.executable, str(script), "--claims", "10", "--clients", "1",
-                           "--stores", "sqlite", "--json"], capture_output=True, text=True,
-                          timeout=300, check=False)
+def test_the_module_runs_from_the_repository_root() -> None:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.http", "--claims", "10",
+                           "--clients", "1", "--stores", "sqlite", "--json"],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert '"ratios"' in done.stdout
 

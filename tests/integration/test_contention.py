@@ -38,7 +38,7 @@ def test_after_a_clash_the_next_claim_on_that_host_is_appended_once(durable_url:
         _claim(theirs, host)  # my copy is now stale
         _claim(mine, host)
         assert len(appends) == 2  # refused on the stale copy, then appended
-        assert mine.store.contention.contended(host)
+        assert mine.policy.contended(host)
 
         _claim(theirs, host)
         _claim(mine, host)
@@ -55,4 +55,4 @@ def test_a_host_nobody_else_writes_to_is_not_read_before_a_claim(durable_url: st
         reads = _counting(mine, "select_events")
         _claim(mine, host)
 
-        assert reads == [] and not mine.store.contention.contended(host)
+        assert reads == [] and not mine.policy.contended(host)

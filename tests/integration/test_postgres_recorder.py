@@ -15,8 +15,8 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
-from allocation_ledger.bench.scratch import conninfo
-from tests.projections.random_ledger import populate
+from benchmarks.random_ledger import populate
+from benchmarks.scratch import conninfo
 
 pytestmark = pytest.mark.postgres
 

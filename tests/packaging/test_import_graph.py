@@ -1,4 +1,5 @@
-"""The package's import graph: no circle anywhere, and a pure domain.
+"""The package's import graph: no circle anywhere, a pure domain, layers that import only
+downward, and handlers that see only the unit of work, their inputs and the domain.
 
 Every ``import`` statement of every module is read (function-level imports too: a lazy
 import still ties two modules together), so a circle cannot hide behind ``importlib`` or an
@@ -11,18 +12,21 @@ import ast
 import importlib.util
 import pkgutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import allocation_ledger
+import benchmarks
 
 PACKAGE = "allocation_ledger"
 
 
-def modules() -> dict[str, Path]:
-    """Every module of the package, by dotted name, with its source file."""
-    found = {PACKAGE: Path(allocation_ledger.__file__)}
-    for info in pkgutil.walk_packages(allocation_ledger.__path__, PACKAGE + "."):
+def modules(package: ModuleType = allocation_ledger) -> dict[str, Path]:
+    """Every module of a package, by dotted name, with its source file."""
+    assert package.__file__ is not None
+    found = {package.__name__: Path(package.__file__)}
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         spec = importlib.util.find_spec(info.name)
         assert spec is not None and spec.origin is not None, info.name
         found[info.name] = Path(spec.origin)
@@ -52,8 +56,8 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return out
 
 
-def graph() -> dict[str, set[str]]:
-    known = modules()
+def graph(package: ModuleType = allocation_ledger) -> dict[str, set[str]]:
+    known = modules(package)
     return {name: imports(name, path, known) for name, path in known.items()}
 
 
@@ -99,8 +103,9 @@ def test_the_walk_sees_the_whole_package() -> None:
     assert edges[f"{PACKAGE}.bootstrap"], "bootstrap imports the package"
 
 
-def test_no_import_circles() -> None:
-    assert circles(graph()) == []
+@pytest.mark.parametrize("package", [allocation_ledger, benchmarks], ids=lambda p: p.__name__)
+def test_no_import_circles(package: ModuleType) -> None:
+    assert circles(graph(package)) == []
 
 
 def test_a_circle_is_found() -> None:
@@ -118,3 +123,67 @@ def test_the_domain_imports_only_itself(layer: str) -> None:
         if name.startswith(prefix + ".") or name == prefix
     }
     assert {name: targets for name, targets in outside.items() if targets} == {}
+
+
+#: What each layer may import besides itself: dependencies point down, toward the domain.
+#: Only the composition root (``bootstrap``) and what stands on it (the command line, the
+#: HTTP API, the package's own ``__init__``) wire the read side and the service together.
+LAYERS: dict[str, set[str]] = {
+    "domain": set(),
+    "config": {"domain"},
+    "adapters": {"domain", "config"},
+    "application": {"domain", "adapters"},
+    "projections": {"domain", "adapters", "config", "application"},
+    "audit": {"domain", "adapters", "application", "projections"},
+    "metrics": {"adapters", "application"},
+    "placement": {"domain", "application"},
+    "bootstrap": {"domain", "adapters", "config", "application", "projections"},
+    "http": {"domain", "application", "audit", "bootstrap"},
+    "cli": {"domain", "adapters", "config", "application", "projections", "audit",
+            "bootstrap", "http", "metrics", "placement", "root"},
+    "root": {"domain", "application", "bootstrap"},
+}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "root"
+
+
+def layer_breaches(edges: dict[str, set[str]]) -> list[str]:
+    """Each import of a layer that the layer may not make (``module -> target``)."""
+    return sorted(f"{name} -> {target}" for name, targets in edges.items()
+                  for target in targets
+                  if _layer(target) != _layer(name)
+                  and _layer(target) not in LAYERS[_layer(name)])
+
+
+def test_every_layer_is_known() -> None:
+    assert {_layer(name) for name in graph()} <= set(LAYERS)
+
+
+def test_layers_import_only_downward() -> None:
+    assert layer_breaches(graph()) == []
+
+
+def test_a_layer_breach_is_found() -> None:
+    """The check itself: the service importing the CLI, or the read side the service's
+    composition root, is reported; the composition root importing the read side is not."""
+    edges = {f"{PACKAGE}.application.ledger": {f"{PACKAGE}.cli.output"},
+             f"{PACKAGE}.projections.runner": {f"{PACKAGE}.bootstrap"},
+             f"{PACKAGE}.bootstrap": {f"{PACKAGE}.projections.readmodels"}}
+    assert layer_breaches(edges) == [
+        f"{PACKAGE}.application.ledger -> {PACKAGE}.cli.output",
+        f"{PACKAGE}.projections.runner -> {PACKAGE}.bootstrap"]
+
+
+def test_handlers_see_only_the_unit_of_work_their_inputs_and_the_domain() -> None:
+    """A handler loads through the unit of work and lets the domain decide: adding a command
+    touches its domain module, one handler, one input model (and the facade's method)."""
+    prefix = f"{PACKAGE}.application.handlers"
+    allowed = {f"{PACKAGE}.application.inputs", f"{PACKAGE}.application.unit_of_work"}
+    seen = {name: targets for name, targets in graph().items() if name.startswith(prefix)}
+    assert len(seen) >= 4, sorted(seen)  # the package and its three modules
+    assert {name: sorted(t for t in targets if t not in allowed
+                         and not t.startswith(f"{PACKAGE}.domain"))
+            for name, targets in seen.items()} == {name: [] for name in seen}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from allocation_ledger import open_ledger
-from tests.projections.random_ledger import populate
+from benchmarks.random_ledger import populate
 
 LARGE_SEED, LARGE_STEPS = 2024, 2500
 

@@ -1,6 +1,6 @@
-"""The rebuild benchmark (``allocation_ledger.projections.bench``,
-``scripts/bench_projections.py``) measures what it says: every event, the rows the rebuild
-really wrote, and the per-event rows."""
+"""The rebuild benchmark (``benchmarks.rebuild``, run as ``python -m benchmarks.projections``)
+measures what it says: every event, the rows the rebuild really wrote, and the per-event
+rows."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from allocation_ledger import open_ledger
-from allocation_ledger.projections.bench import captured_rows, measure
 from allocation_ledger.projections.readmodels import ReadModels
 from allocation_ledger.projections.store import open_engine
-from tests.projections.random_ledger import populate
+from benchmarks.random_ledger import populate
+from benchmarks.rebuild import captured_rows, measure
 
 
 def test_the_benchmark_counts_the_rows_a_rebuild_writes(tmp_path: Path) -> None:

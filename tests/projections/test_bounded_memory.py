@@ -1,6 +1,6 @@
 """A rebuild holds the read models' state, not the ledger's history (issue 16).
 
-The ledgers here are grown as the replay-memory benchmark grows them (``bench/growth.py``):
+The ledgers here are grown as the replay-memory benchmark grows them (``benchmarks/growth.py``):
 claim-and-release cycles on one host, every event with one shared ``request`` (as a ledger
 written before command ids, or by a bulk loader), so only the order of the streams shows
 where a command ended. The history grows; what the cloud holds does not.
@@ -13,11 +13,11 @@ import gc
 import pytest
 
 from allocation_ledger import open_ledger
-from allocation_ledger.bench.growth import grow, ledger_size
-from allocation_ledger.bench.workload import a_host
 from allocation_ledger.projections import runner
 from allocation_ledger.projections.readmodels import ReadModels
 from allocation_ledger.projections.store import open_engine
+from benchmarks.growth import grow, ledger_size
+from benchmarks.workload import a_host
 from tests.builders import a_host as a_small_host
 
 SMALL = dict(batch_size=40, page_size=50, max_cached_groups=200)

@@ -11,7 +11,7 @@ import pytest
 
 from allocation_ledger import open_ledger
 from allocation_ledger.cli import main
-from allocation_ledger.projections.progress import ProgressBar
+from allocation_ledger.cli.output import ProgressBar
 from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from tests.builders import a_host, an_instance
 from tests.projections.conftest import LargeLedger

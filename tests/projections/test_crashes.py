@@ -23,8 +23,8 @@ import psycopg
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.projections.bench import copy_events
 from allocation_ledger.projections.readmodels import ReadModels, ledger_position
+from benchmarks.rebuild import copy_events
 from tests.invariants import assert_invariants
 from tests.projections.conftest import LargeLedger
 from tests.projections.expected import folded, stored

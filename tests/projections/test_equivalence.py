@@ -13,9 +13,9 @@ import pytest
 
 from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.projections.readmodels import ReadModels, ledger_position
+from benchmarks.random_ledger import populate
 from tests.builders import a_host, an_instance
 from tests.projections.expected import folded, stored
-from tests.projections.random_ledger import populate
 from tests.stores import postgres_schema_url, store_url
 
 STORES = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

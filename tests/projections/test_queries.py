@@ -97,13 +97,13 @@ def test_in_flight_migrations_older_than_an_age(ledger: Ledger) -> None:
 
     read = caught_up(ledger)
     at = started[2] + timedelta(seconds=60)
-    found = queries.in_flight_migrations(read.engine, older_than_seconds=60, now=at)
+    found = queries.migrations_in_flight(read.engine, older_than_seconds=60, now=at)
 
     assert [m.migration_uuid for m in found] == [moves[0], moves[2]]
     assert [m.started_at for m in found] == [started[0], started[2]]
     assert found[0].old_allocations == {host: {"VCPU": 2}}
     assert (found[0].status, found[0].kind, found[0].source_root) == (
         "in-progress", "resize", host)
-    assert queries.in_flight_migrations(read.engine, older_than_seconds=3600, now=at) == []
-    assert [m.migration_uuid for m in queries.in_flight_migrations(read.engine)] == [
+    assert queries.migrations_in_flight(read.engine, older_than_seconds=3600, now=at) == []
+    assert [m.migration_uuid for m in queries.migrations_in_flight(read.engine)] == [
         moves[0], moves[2]]

@@ -11,10 +11,10 @@ import pytest
 
 from allocation_ledger import open_ledger
 from allocation_ledger.projections.readmodels import ReadModels, ledger_position
+from benchmarks.random_ledger import populate
 from tests.projections.conftest import LargeLedger
 from tests.projections.expected import folded, stored
 from tests.projections.processes import start_script
-from tests.projections.random_ledger import populate
 from tests.projections.test_crashes import copy_of
 
 NAMES = ("host_usage", "allocations", "devices", "migrations")

@@ -26,9 +26,9 @@ def test_reads_answer_from_the_projections_after_each_write(kind: str, tmp_path:
         assert usage[(host, "VCPU")] == 5 and usage[(busy, "MEMORY_MB")] == 1024
         migration = new_id()
         ledger.swap(vm.consumer_uuid, migration, vm.generation or 0)
-        moving = ledger.reads.in_flight_migrations()
+        moving = ledger.reads.migrations_in_flight()
         assert [m.migration_uuid for m in moving] == [migration]
-        assert ledger.reads.in_flight_migrations(older_than_seconds=3600) == []
+        assert ledger.reads.migrations_in_flight(older_than_seconds=3600) == []
         assert ledger.reads.devices_of_host(host) == []
 
 

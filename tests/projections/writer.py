@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from allocation_ledger import open_ledger
-from tests.projections.random_ledger import populate
+from benchmarks.random_ledger import populate
 
 if __name__ == "__main__":
     url, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

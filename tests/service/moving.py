@@ -26,7 +26,7 @@ from freezegun import freeze_time
 from freezegun.api import FakeDatetime, FrozenDateTimeFactory
 
 from allocation_ledger import Ledger
-from allocation_ledger.application.session import Session
+from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView
 from allocation_ledger.domain.errors import LedgerError
 from tests.builders import PROJECT, USER, a_host, new_id, snapshot
@@ -238,19 +238,19 @@ def another_writer_first(ledger: Ledger, competitor: Callable[[], object]) -> It
 
     Yields a list that receives the stored events as they were right after ``competitor``.
     """
-    original = Session.save
+    original = UnitOfWork.commit
     after_competitor: list[Any] = []
     fired: list[bool] = []
 
-    def save(session: Session) -> int:
+    def commit(uow: UnitOfWork) -> int:
         if not fired:
-            fired.append(True)  # before the competitor: its own save must pass through
+            fired.append(True)  # before the competitor: its own commit must pass through
             competitor()
             after_competitor.append(snapshot(ledger))
-        return original(session)
+        return original(uow)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Session, "save", save)
+        patch.setattr(UnitOfWork, "commit", commit)
         yield after_competitor
     assert fired, "the command never reached its append: no race happened"
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.application.command_ids import intent
+from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.domain.errors import ConsumerGenerationConflict, InsufficientCapacity
 from tests.builders import a_host, new_id
 
@@ -24,24 +26,29 @@ def ledger(url: str) -> Iterator[Ledger]:
         yield opened
 
 
+def _commits(ledger: Ledger) -> GroupCommit:
+    assert ledger.commits is not None, "group commit is on"
+    return ledger.commits
+
+
 def _held_up(ledger: Ledger, callers: list[Any]) -> list[Any]:
     """Run ``callers`` in threads while a first command holds the ledger's commit, so that
     they all queue, in the order given, and go out as one group; each caller's result or
     error, in order."""
     gate, leading = threading.Event(), threading.Event()
 
-    def hold(_: object) -> None:
+    def hold(_uow: object, _command: object) -> None:
         leading.set()
         gate.wait(30)
 
     with ThreadPoolExecutor(len(callers) + 1) as pool:
-        first = pool.submit(ledger.commits.run, hold)
+        first = pool.submit(_commits(ledger).run, hold, None, intent("hold", None, None))
         assert leading.wait(30)  # the first command leads, and waits at the gate
         futures = []
         for queued, call in enumerate(callers, 1):  # one at a time: the queue keeps order
             futures.append(pool.submit(call))
             deadline = time.monotonic() + 30
-            while ledger.commits.waiting < queued and time.monotonic() < deadline:
+            while _commits(ledger).waiting < queued and time.monotonic() < deadline:
                 time.sleep(0.001)
         gate.set()
         first.result()
@@ -58,7 +65,7 @@ def test_claims_that_arrive_together_share_one_append(ledger: Ledger) -> None:
                                     user_id="u")) for vm in vms])
 
     assert [view.generation for view in found] == [1] * 8
-    assert (ledger.commits.appends, ledger.commits.grouped) == (1, 8)
+    assert (_commits(ledger).appends, _commits(ledger).grouped) == (1, 8)
     provider = ledger.provider(host)
     assert (provider.usages["VCPU"], provider.generation) == (8, before + 8)
     assert all(ledger.consumer(vm).allocations == {host: {"VCPU": 1}} for vm in vms)
@@ -83,7 +90,7 @@ def test_a_refused_command_refuses_only_itself(ledger: Ledger) -> None:
     assert (found[2].fields["expected"], found[2].fields["actual"]) == (7, 1)
     assert ledger.provider(host).usages["VCPU"] == 4
     assert ledger.consumer(big).generation is None
-    assert ledger.commits.grouped == 2
+    assert _commits(ledger).grouped == 2
 
 
 def test_a_consumer_named_twice_in_a_group_is_written_by_each_in_turn(ledger: Ledger) -> None:
@@ -137,26 +144,26 @@ def test_commands_with_a_callers_id_run_alone_and_are_recorded(ledger: Ledger) -
 
     gate, leading = threading.Event(), threading.Event()
 
-    def hold(_: object) -> None:
+    def hold(_uow: object, _command: object) -> None:
         leading.set()
         gate.wait(30)
 
     with ThreadPoolExecutor(len(without) + 1) as pool:
-        first = pool.submit(ledger.commits.run, hold)
+        first = pool.submit(_commits(ledger).run, hold, None, intent("hold", None, None))
         assert leading.wait(30)
         alone = [claim(vm, f"cmd-{vm}") for vm in with_ids]  # while the group is held
         futures = []
         for queued, vm in enumerate(without, 1):
             futures.append(pool.submit(claim, vm))
             deadline = time.monotonic() + 30
-            while ledger.commits.waiting < queued and time.monotonic() < deadline:
+            while _commits(ledger).waiting < queued and time.monotonic() < deadline:
                 time.sleep(0.001)
         gate.set()
         first.result()
         grouped = [f.result() for f in futures]
 
     assert [v.generation for v in alone + grouped] == [1] * 6
-    assert ledger.commits.grouped == 3
+    assert _commits(ledger).grouped == 3
     head = ledger.store.recorder.max_notification_id()
     for vm in with_ids:
         record = ledger.command(f"cmd-{vm}")

@@ -195,7 +195,7 @@ def test_lowering_inventory_below_usage_reports_over_capacity(ledger: Ledger) ->
     [
         pytest.param(lambda led, rp: led.provider(rp), id="provider"),
         pytest.param(lambda led, rp: led.tree(rp), id="tree"),
-        pytest.param(lambda led, rp: led.tree_usages(rp), id="tree_usages"),
+        pytest.param(lambda led, rp: led.usages_in_tree(rp), id="usages_in_tree"),
         pytest.param(lambda led, rp: led.set_inventories(rp, {"VCPU": {"total": 1}}, 1),
                      id="set_inventories"),
         pytest.param(lambda led, rp: led.set_inventory(rp, "VCPU", {"total": 1}, 1),
@@ -316,7 +316,7 @@ def test_trees_of_depth_three(ledger: Ledger) -> None:
     vm = an_instance(ledger, {root: {"DISK_GB": 20}, numa: {"VCPU": 2, "MEMORY_MB": 1024},
                               gpu: {"VGPU": 1}})
     an_instance(ledger, {other_numa: {"VCPU": 8}, gpu: {"VGPU": 3}})
-    assert ledger.tree_usages(root) == {
+    assert ledger.usages_in_tree(root) == {
         root: {"DISK_GB": 20},
         numa: {"VCPU": 2, "MEMORY_MB": 1024},
         gpu: {"VGPU": 4},
@@ -324,7 +324,7 @@ def test_trees_of_depth_three(ledger: Ledger) -> None:
     }
     assert_invariants(ledger)
     ledger.release(vm.consumer_uuid, vm.generation)
-    assert ledger.tree_usages(numa) == {numa: {"VCPU": 0, "MEMORY_MB": 0}, gpu: {"VGPU": 3}}
+    assert ledger.usages_in_tree(numa) == {numa: {"VCPU": 0, "MEMORY_MB": 0}, gpu: {"VGPU": 3}}
     assert_invariants(ledger)
 
 

@@ -77,7 +77,7 @@ class World:
         """Everything the world's reads return."""
         providers = (self.host, self.child, self.over, self.bare, self.bare_kid)
         consumers = (self.vm, self.emptied, self.hog, self.newbie)
-        return [*(ledger.provider(p) for p in providers), ledger.tree_usages(self.host),
+        return [*(ledger.provider(p) for p in providers), ledger.usages_in_tree(self.host),
                 *(ledger.consumer(c) for c in consumers)]
 
 

@@ -18,7 +18,6 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType, strtobool
 
-from allocation_ledger.adapters.contention import Contention
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
@@ -57,8 +56,6 @@ class EventStore(Application[UUID]):
         # another thread is fast-forwarding (a torn read). One lock per stripe of streams
         # keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
-        #: providers other writers lately clashed on (read fresh for a while: see there)
-        self.contention = Contention()
         #: command counters (``allocation_ledger.metrics.instrument``); None: not counted
         self.metrics: Any = None
         super().__init__(env=dict(env))

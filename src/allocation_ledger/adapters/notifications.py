@@ -24,3 +24,9 @@ def chain_hash(found: Notification) -> bytes | None:
     """The chain hash a recorder read with ``found`` (``None``: none, or not read)."""
     value: bytes | None = found.__dict__.get("chain_hash")
     return value
+
+
+def chained(store: Any) -> bool:
+    """True when the event store keeps a hash chain (SQLite and PostgreSQL do; memory does
+    not)."""
+    return hasattr(store.recorder, "chain_facts")

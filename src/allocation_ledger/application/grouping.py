@@ -26,46 +26,93 @@ What keeps every guarantee of DESIGN §3:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.session import Group, Session, run
+from allocation_ledger.application.attempts import Handler, run
+from allocation_ledger.application.command_ids import Intent
+from allocation_ledger.application.policy import WritePolicy
+from allocation_ledger.application.unit_of_work import UnitOfWork
+from allocation_ledger.domain.provider import Provider
 
-T = TypeVar("T")
+C = TypeVar("C")
 #: Most commands one append carries.
 MAX_GROUP = 256
 
 
 @dataclass
-class _Pending(Generic[T]):
-    """One caller's command, and its answer once there is one."""
+class _Pending(Generic[C]):
+    """One caller's command, and its answer (the unit of work that applied it) once there
+    is one."""
 
-    decide: Callable[[Session], T]
+    handler: Handler[C]
+    command: C
+    intent: Intent
     new_consumers: tuple[str, ...]
     done: threading.Event = field(default_factory=threading.Event)
     lead: bool = False
-    result: Any = None
+    result: UnitOfWork | None = None
     error: BaseException | None = None
 
-    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+    def answer(self, result: UnitOfWork | None = None,
+               error: BaseException | None = None) -> None:
         self.result, self.error = result, error
         self.done.set()
+
+
+class Group:
+    """What the commands already decided in one group commit changed: their providers (the
+    next command decides on copies of these), the consumers they touched, and every
+    aggregate to append."""
+
+    def __init__(self) -> None:
+        self.providers: dict[str, Provider] = {}
+        self._consumers: set[str] = set()
+        self._changed: dict[UUID, Aggregate] = {}
+
+    def admits(self, uow: UnitOfWork) -> bool:
+        """True when a command decided in ``uow`` can join: it touched no consumer an
+        earlier command touched, and no provider it read from the cache was stale."""
+        return not (uow.consumer_uuids & self._consumers) and not uow.doubtful(
+            unwritten_only=True)
+
+    def take(self, uow: UnitOfWork) -> list[Any]:
+        """Add an admitted command; its events, in the order they are appended."""
+        events: list[Any] = []
+        changed = uow.changed()
+        uow.appended = sum(len(a.pending_events) for a in changed)
+        for aggregate in changed:
+            events += aggregate.collect_events()
+            self._changed[aggregate.id] = aggregate
+            if isinstance(aggregate, Provider):
+                self.providers[aggregate.uuid] = aggregate
+        self._consumers |= uow.consumer_uuids
+        return events
+
+    def aggregates(self) -> list[Aggregate]:
+        """Every aggregate the group changed, as the group left it."""
+        return list(self._changed.values())
+
+    @property
+    def provider_ids(self) -> set[UUID]:
+        """The streams of the providers the group changed."""
+        return {p.id for p in self.providers.values()}
 
 
 class GroupCommit:
     """Groups the commands of concurrent threads on one store (see the module)."""
 
-    def __init__(self, store: EventStore, max_group: int = MAX_GROUP, *,
-                 enabled: bool = True) -> None:
+    def __init__(self, store: EventStore, policy: WritePolicy, max_group: int = MAX_GROUP,
+                 ) -> None:
         self._store = store
+        self._policy = policy
         self._max = max_group
-        #: off: every command is appended on its own, in its caller's thread
-        self.enabled = enabled
         self._lock = threading.Lock()
         self._queue: list[_Pending[Any]] = []
         self._busy = False
@@ -78,11 +125,11 @@ class GroupCommit:
         """How many commands are queued for the next group."""
         return len(self._queue)
 
-    def run(self, decide: Callable[[Session], T], new_consumers: Iterable[str] = ()) -> T:
-        """Decide and append one command, with whatever other threads sent meanwhile."""
-        if not self.enabled:
-            return run(self._store, decide, new_consumers)
-        pending: _Pending[T] = _Pending(decide, tuple(new_consumers))
+    def run(self, handler: Handler[C], command: C, intent: Intent,
+            new_consumers: Iterable[str] = ()) -> UnitOfWork:
+        """Decide and append one command (unrecorded), with whatever other threads sent
+        meanwhile; the unit of work that applied it."""
+        pending: _Pending[C] = _Pending(handler, command, intent, tuple(new_consumers))
         with self._lock:
             if self._busy:
                 self._queue.append(pending)
@@ -95,8 +142,8 @@ class GroupCommit:
             self._lead(pending)
         if pending.error is not None:
             raise pending.error
-        result: T = pending.result
-        return result
+        assert pending.result is not None  # answered with a result or an error
+        return pending.result
 
     def _lead(self, pending: _Pending[Any]) -> None:
         """Commit one group (``pending`` and what queued before it), then hand over."""
@@ -116,38 +163,40 @@ class GroupCommit:
 
     def _commit(self, group: list[_Pending[Any]]) -> None:
         if len(group) == 1:
-            _alone(self._store, group[0])
+            self._alone(group[0])
             return
         shared = Group()
-        taken: list[tuple[_Pending[Any], Any]] = []
+        taken: list[tuple[_Pending[Any], UnitOfWork]] = []
         events: list[Any] = []
         later: list[_Pending[Any]] = []
         for pending in group:
-            session = Session(self._store, optimistic=True,
-                              new_consumers=pending.new_consumers, group=shared)
+            uow = UnitOfWork(self._store, pending.intent, policy=self._policy, attempt=1,
+                             new_consumers=pending.new_consumers, recorded=False,
+                             decided=shared.providers)
             try:
-                result = pending.decide(session)
+                pending.handler(uow, pending.command)
             except BaseException:  # answered alone, below
                 later.append(pending)
                 continue
-            if not shared.admits(session):
+            if not shared.admits(uow):
                 later.append(pending)
                 continue
-            events += shared.take(session)
-            taken.append((pending, result))
+            events += shared.take(uow)
+            taken.append((pending, uow))
         if taken:
             self._append(events, shared, taken, later)
         for pending in later:
-            _alone(self._store, pending)
+            self._alone(pending)
 
     def _append(self, events: list[Any], shared: Group,
-                taken: list[tuple[_Pending[Any], Any]], later: list[_Pending[Any]]) -> None:
+                taken: list[tuple[_Pending[Any], UnitOfWork]],
+                later: list[_Pending[Any]]) -> None:
         aggregates: list[Aggregate] = shared.aggregates()
         try:
             if events:
                 self._store.append(events, aggregates)
         except IntegrityError:
-            self._store.contention.clashed(shared.providers)
+            self._policy.clashed(shared.providers)
             later[:0] = [pending for pending, _ in taken]
             return
         except BaseException as err:  # every caller hears of it
@@ -157,14 +206,13 @@ class GroupCommit:
         self._store.remember(a for a in aggregates if a.id in shared.provider_ids)
         self.appends += 1
         self.grouped += len(taken)
-        for pending, result in taken:
-            pending.answer(result)
+        for pending, uow in taken:
+            pending.answer(uow)
 
-
-def _alone(store: EventStore, pending: _Pending[Any]) -> None:
-    """Run one command on its own; its caller gets the answer or the error."""
-    try:
-        pending.answer(run(store, pending.decide, pending.new_consumers))
-    except BaseException as err:  # raised again in the caller's thread
-        pending.answer(error=err)
-
+    def _alone(self, pending: _Pending[Any]) -> None:
+        """Run one command on its own; its caller gets the answer or the error."""
+        try:
+            pending.answer(run(self._store, self._policy, pending.handler, pending.command,
+                               pending.intent, pending.new_consumers, recorded=False))
+        except BaseException as err:  # raised again in the caller's thread
+            pending.answer(error=err)

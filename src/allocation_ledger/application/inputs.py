@@ -28,6 +28,7 @@ from pydantic import (
     ValidationError,
 )
 
+from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.values import MAX_INT, RequestMeta, is_valid_resource_class
 
@@ -215,7 +216,7 @@ class ConsumerWriteIn(Model):
     expected_generation: Generation | None
     project_id: Name
     user_id: Name
-    consumer_type: ConsumerType = "INSTANCE"
+    consumer_type: ConsumerType = INSTANCE
     devices: DevicesIn = Field(default_factory=dict)
 
 

@@ -1,45 +1,67 @@
-"""The service API: :class:`Ledger`.
+"""The service API: :class:`Ledger`, a façade over the command handlers.
 
-Every command validates its input (pydantic), loads the streams it needs, lets the domain
-decide, and appends everything it changed in one atomic write. A rejected command raises a
-:class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing.
+Each command method does three things: it validates its arguments into the command's input
+model (:mod:`.inputs`), makes the command's intent (its id and the fingerprint of those
+arguments, :mod:`.command_ids`), and hands both to its handler (:mod:`.handlers`) through
+:func:`.handling.handle`, with the view its caller gets back. The handler loads through a
+unit of work and lets the domain decide; everything the command changed is appended in one
+atomic write. A rejected command raises a
+:class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing. The reads at the
+end load the streams directly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application import catalog, moving, providing
-from allocation_ledger.application.commands import (
+from allocation_ledger.application import catalog
+from allocation_ledger.application.attempts import Handler
+from allocation_ledger.application.command_ids import (
     CommandId,
+    Intent,
     Reader,
     guarded_read,
     intent,
 )
 from allocation_ledger.application.grouping import GroupCommit
+from allocation_ledger.application.handlers import claims, moves, providers
+from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     AgeIn,
     ClaimIn,
-    ConsumerWriteIn,
+    ClassIn,
+    DeleteProviderIn,
+    DevicesSetIn,
+    InventoriesIn,
+    MoveIn,
+    ProviderIn,
     ReleaseIn,
+    RenameProviderIn,
+    RequestIn,
+    ResolveIn,
     WritesIn,
     canonical_uuid,
     parse,
 )
 from allocation_ledger.application.lookup import CommandView, lookup
+from allocation_ledger.application.policy import WritePolicy
 from allocation_ledger.application.readside import ReadSide
-from allocation_ledger.application.session import Session
+from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
-from allocation_ledger.domain import claims
+from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.ids import consumer_stream_id
-from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.migration import RESIZE, Migration, started_by
+
+C = TypeVar("C")
+T = TypeVar("T")
+Request = Mapping[str, str] | RequestIn | None
 
 
-class Ledger(providing.ProviderCommands, moving.MoveCommands):
+class Ledger:
     """The allocation ledger's service API over one event store.
 
     Open one with :func:`allocation_ledger.open_ledger`. Commands take the generations
@@ -48,10 +70,18 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
     Safe to share between threads; many processes may write to one PostgreSQL store.
     """
 
-    def __init__(self, store: EventStore, *, group_commit: bool = False) -> None:
+    def __init__(self, store: EventStore, *, policy: WritePolicy | None = None,
+                 group_commit: bool = False) -> None:
         self.store = store
-        self.commits = GroupCommit(store, enabled=group_commit)
+        #: what a command's attempts may take unread, and how clashes are retried
+        self.policy = policy or WritePolicy()
+        #: the group commit of this ledger's threads (``None``: off)
+        self.commits = GroupCommit(store, self.policy) if group_commit else None
         self.read_side: ReadSide | None = None
+
+    def _reader(self) -> UnitOfWork:
+        """A unit of work to read the ledger's current state with (never committed)."""
+        return UnitOfWork(self.store)
 
     @property
     def reads(self) -> ReadSide:
@@ -87,7 +117,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         *,
         project_id: str,
         user_id: str,
-        consumer_type: str = "INSTANCE",
+        consumer_type: str = INSTANCE,
         devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         request: Mapping[str, str] | None = None,
         command_id: CommandId | None = None,
@@ -106,9 +136,8 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                     user_id=user_id, consumer_type=consumer_type, devices=devices or {})
         it = intent("claim", command_id, request, cmd)
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
-        return self._apply(it,
-                           lambda s: claims.write(s, [_write(cmd)], it.meta),
-                           lambda r: _view(r, cmd.consumer_uuid), new)
+        return self._handle(it, claims.claim, cmd,
+                            lambda r: _consumer(r, cmd.consumer_uuid), new)
 
     def write_allocations(
         self,
@@ -124,16 +153,11 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         """
         if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
-        cmds = parse(WritesIn, writes=writes).writes
-        it = intent("write_allocations", command_id, request, *cmds)
-
-        def decide(s: Session) -> None:
-            s.prefetch_consumers([c.consumer_uuid for c in cmds])
-            claims.write(s, [_write(c) for c in cmds], it.meta)
-
-        new = [c.consumer_uuid for c in cmds if c.expected_generation is None]
-        return self._apply(it, decide,
-                           lambda r: [_view(r, c.consumer_uuid) for c in cmds], new)
+        cmd = parse(WritesIn, writes=writes)
+        it = intent("write_allocations", command_id, request, *cmd.writes)
+        new = [c.consumer_uuid for c in cmd.writes if c.expected_generation is None]
+        return self._handle(it, claims.write_allocations, cmd,
+                            lambda r: [_consumer(r, c.consumer_uuid) for c in cmd.writes], new)
 
     def release(
         self,
@@ -152,8 +176,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
         it = intent("release", command_id, request, cmd)
-        return self._apply(it, lambda s: claims.release(
-            s, cmd.consumer_uuid, cmd.expected_generation, it.meta), lambda r: r.appended > 0)
+        return self._handle(it, claims.release, cmd, _released)
 
     def force_release(
         self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
@@ -164,8 +187,245 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
         it = intent("force_release", command_id, request, cmd)
-        return self._apply(it, lambda s: claims.release(
-            s, cmd.consumer_uuid, None, it.meta, forced=True), lambda r: r.appended > 0)
+        return self._handle(it, claims.force_release, cmd, _released)
+
+    # -- providers --------------------------------------------------------------------------
+
+    def register_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        *,
+        parent_uuid: str | None = None,
+        inventories: Mapping[str, Mapping[str, Any]] | None = None,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Register a root provider (a host) or a child of ``parent_uuid`` (trees of any
+        depth). With ``inventories`` the inventory is set in the same append."""
+        cmd = parse(ProviderIn, provider_uuid=provider_uuid, name=name,
+                    parent_uuid=parent_uuid)
+        invs = (parse(InventoriesIn, provider_uuid=cmd.provider_uuid, inventories=inventories,
+                      expected_generation=1) if inventories else None)
+        it = intent("register_provider", command_id, request, cmd, invs)
+        return self._handle(it, providers.register, providers.Registration(cmd, invs),
+                            _provider(cmd.provider_uuid))
+
+    def set_inventories(
+        self,
+        provider_uuid: str,
+        inventories: Mapping[str, Mapping[str, Any]],
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Replace a provider's whole inventory (Placement's ``PUT .../inventories``).
+        Every inventory change takes the expected provider generation; a stale one is a
+        :class:`ProviderGenerationConflict`."""
+        cmd = parse(InventoriesIn, provider_uuid=provider_uuid, inventories=inventories,
+                    expected_generation=expected_generation)
+        it = intent("set_inventories", command_id, request, cmd)
+        return self._handle(it, providers.set_inventories, cmd, _provider(cmd.provider_uuid))
+
+    def set_inventory(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        inventory: Mapping[str, Any],
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Add or update one class's inventory, keeping the others."""
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        given = parse(InventoriesIn, provider_uuid=cmd.provider_uuid,
+                      inventories={cmd.resource_class: inventory},
+                      expected_generation=cmd.expected_generation)
+        one = given.inventories[cmd.resource_class]
+        it = intent("set_inventory", command_id, request, cmd,
+                    {cmd.resource_class: one.model_dump()})
+        return self._handle(it, providers.set_inventory, providers.OneInventory(cmd, one),
+                            _provider(cmd.provider_uuid))
+
+    def delete_inventory(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
+        cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    expected_generation=expected_generation)
+        it = intent("delete_inventory", command_id, request, cmd)
+        return self._handle(it, providers.delete_inventory, cmd, _provider(cmd.provider_uuid))
+
+    def set_devices(
+        self,
+        provider_uuid: str,
+        resource_class: str,
+        device_ids: Sequence[str],
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
+        PMEM namespaces); the class's inventory total becomes their count. Removing a held
+        device is refused; ``device_ids`` is a list (not a string) of at most
+        :data:`~allocation_ledger.application.inputs.MAX_DEVICE_IDS` distinct ids."""
+        cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
+                    device_ids=device_ids, expected_generation=expected_generation)
+        it = intent("set_devices", command_id, request, cmd)
+        return self._handle(it, providers.set_devices, cmd, _provider(cmd.provider_uuid))
+
+    def rename_provider(
+        self,
+        provider_uuid: str,
+        name: str,
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Rename a provider (Placement's ``PUT /resource_providers/{uuid}``)."""
+        cmd = parse(RenameProviderIn, provider_uuid=provider_uuid, name=name,
+                    expected_generation=expected_generation)
+        it = intent("rename_provider", command_id, request, cmd)
+        return self._handle(it, providers.rename, cmd, _provider(cmd.provider_uuid))
+
+    def delete_provider(
+        self,
+        provider_uuid: str,
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> None:
+        """Delete a provider (refused while it has allocations or children)."""
+        cmd = parse(DeleteProviderIn, provider_uuid=provider_uuid,
+                    expected_generation=expected_generation)
+        it = intent("delete_provider", command_id, request, cmd)
+        self._handle(it, providers.delete, cmd, lambda r: None)
+
+    # -- moves ------------------------------------------------------------------------------
+    # Each takes the generations it depends on and appends everything in one write; a
+    # conflict at any step changes nothing.
+
+    def swap(
+        self,
+        instance_uuid: str,
+        migration_uuid: str,
+        expected_generation: int,
+        *,
+        kind: str = RESIZE,
+        destination: Mapping[str, Mapping[str, int]] | None = None,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """Start a resize, cold migration (``kind="migration"``) or live migration
+        (``"live-migration"``): the instance's whole allocation and devices go to the new
+        migration consumer ``migration_uuid`` and the context opens. The instance is left
+        empty and then claims its destination with ``expected_generation=None``; or pass
+        ``destination`` to claim it in the same write."""
+        cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
+                    expected_generation=expected_generation, destination=destination)
+        it = intent("swap", command_id, request, cmd, kind)
+        return self._handle(it, moves.swap, moves.Swap(cmd, kind),
+                            _migration(cmd.migration_uuid), [cmd.migration_uuid])
+
+    def confirm(
+        self, migration_uuid: str, expected_generation: int, *, request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """Confirm a move (or a live migration's success): the migration's source
+        allocation and old devices are released; the context closes as confirmed."""
+        cmd = parse(ResolveIn, migration_uuid=migration_uuid,
+                    expected_generation=expected_generation)
+        it = intent("confirm", command_id, request, cmd)
+        return self._handle(it, moves.confirm, cmd, _migration(cmd.migration_uuid))
+
+    def revert(
+        self,
+        migration_uuid: str,
+        expected_generation: int | None,
+        instance_generation: int | None,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """Revert a move, roll back a failed live migration or a move that found no host:
+        the instance's destination is released and its source allocation and old devices come
+        back from the migration, in one write. ``instance_generation`` is ``None`` when the
+        instance holds nothing (no destination was claimed)."""
+        cmd = parse(ResolveIn, migration_uuid=migration_uuid,
+                    expected_generation=expected_generation,
+                    instance_generation=instance_generation)
+        it = intent("revert", command_id, request, cmd)
+        return self._handle(it, moves.revert, cmd, _migration(cmd.migration_uuid))
+
+    def force_live_migrate(
+        self,
+        instance_uuid: str,
+        migration_uuid: str,
+        destination_root: str,
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """Live migrate to a named host without scheduling: swap, plus a blind copy of the
+        allocation to ``destination_root``. Refused (:class:`NestedAllocationMove`, nothing
+        written) when the allocation spans more than one provider."""
+        cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
+                    expected_generation=expected_generation, destination_root=destination_root)
+        it = intent("force_live_migrate", command_id, request, cmd)
+        if cmd.destination_root is None:
+            raise InvalidRequest("a forced live migration needs destination_root")
+        return self._handle(it, moves.force_live_migrate, cmd,
+                            _migration(cmd.migration_uuid), [cmd.migration_uuid])
+
+    def evacuate(
+        self,
+        instance_uuid: str,
+        migration_uuid: str,
+        expected_generation: int,
+        *,
+        destination: Mapping[str, Mapping[str, int]] | None = None,
+        destination_root: str | None = None,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """Evacuate from a failed host: the instance holds its source and ``destination``
+        (scheduled) or a blind copy on ``destination_root`` (forced; refused for nested
+        allocations) at once, until :meth:`complete_evacuation`."""
+        cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
+                    expected_generation=expected_generation, destination=destination,
+                    destination_root=destination_root)
+        it = intent("evacuate", command_id, request, cmd)
+        return self._handle(it, moves.evacuate, cmd, _migration(cmd.migration_uuid),
+                            [cmd.migration_uuid])
+
+    def complete_evacuation(
+        self, migration_uuid: str, instance_generation: int, *, request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> MigrationView:
+        """The evacuated host was cleaned up: remove the instance's source share."""
+        cmd = parse(ResolveIn, migration_uuid=migration_uuid,
+                    instance_generation=instance_generation)
+        it = intent("complete_evacuation", command_id, request, cmd)
+        return self._handle(it, moves.complete_evacuation, cmd, _migration(cmd.migration_uuid))
+
+    def _handle(self, it: Intent, handler: Handler[C], cmd: C, outcome: Callable[[Reader], T],
+                new_consumers: Iterable[str] = ()) -> T:
+        """Apply one command exactly once (see :mod:`.handling`)."""
+        return handle(self.store, self.policy, handler, cmd, it, outcome, new_consumers,
+                      self.commits)
 
     # -- command ids ------------------------------------------------------------------------
 
@@ -179,12 +439,12 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
     def consumer(self, consumer_uuid: str) -> ConsumerView:
         """A consumer's allocations, devices and generation (``None`` if it holds nothing)."""
         uuid = canonical_uuid(consumer_uuid)
-        return guarded_read(lambda: _view(Session(self.store), uuid))
+        return guarded_read(lambda: _consumer(self._reader(), uuid))
 
     def provider(self, provider_uuid: str) -> ProviderView:
         """A provider's inventory, usage, devices and generation."""
         uuid = canonical_uuid(provider_uuid)
-        return guarded_read(lambda: ProviderView.of(Session(self.store).provider(uuid)))
+        return guarded_read(lambda: ProviderView.of(self._reader().provider(uuid)))
 
     def tree(self, root_uuid: str) -> dict[str, ProviderView]:
         """Every provider of a tree (the root and all below it), by UUID, root first and
@@ -192,23 +452,23 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         return guarded_read(lambda: self._tree(root_uuid))
 
     def _tree(self, root_uuid: str) -> dict[str, ProviderView]:
-        session = Session(self.store)
+        reader = self._reader()
         found: dict[str, ProviderView] = {}
         pending = [canonical_uuid(root_uuid)]
         while pending:
-            provider = session.provider(pending.pop())
+            provider = reader.provider(pending.pop())
             found[provider.uuid] = ProviderView.of(provider)
             pending.extend(reversed(provider.children))
         return found
 
-    def tree_usages(self, root_uuid: str) -> dict[str, dict[str, int]]:
+    def usages_in_tree(self, root_uuid: str) -> dict[str, dict[str, int]]:
         """Usage per provider and class across a whole tree."""
         return {uuid: view.usages for uuid, view in self.tree(root_uuid).items()}
 
     def migration(self, migration_uuid: str) -> MigrationView:
         """A migration's context and status."""
         uuid = canonical_uuid(migration_uuid)
-        return guarded_read(lambda: MigrationView.of(Session(self.store).migration(uuid)))
+        return guarded_read(lambda: MigrationView.of(self._reader().migration(uuid)))
 
     def migrations_in_flight(self, older_than_seconds: float = 0.0,
                              now: datetime | None = None) -> list[MigrationView]:
@@ -224,11 +484,11 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
                         for u in catalog.migrations(self.store, in_flight_only=True)]
             return [MigrationView.of(found)
                     for found in self.store.get_short_many(open_ids).values()
-                    if isinstance(found, Migration) and found.status == "in-progress"]
+                    if isinstance(found, Migration) and found.in_flight]
 
         views = guarded_read(in_flight)
-        return sorted((v for v in views if v.age_seconds(now) >= age.older_than_seconds),
-                      key=lambda v: v.started_at)
+        cutoff = started_by(now, age.older_than_seconds)
+        return sorted((v for v in views if v.started_at <= cutoff), key=lambda v: v.started_at)
 
     def providers(self) -> dict[str, catalog.ProviderEntry]:
         """Every provider that exists (UUID, name, parent, root), in order of registration."""
@@ -243,7 +503,7 @@ class Ledger(providing.ProviderCommands, moving.MoveCommands):
         return catalog.migrations(self.store)
 
 
-def _view(reader: Reader, consumer_uuid: str) -> ConsumerView:
+def _consumer(reader: Reader, consumer_uuid: str) -> ConsumerView:
     found = reader.consumer(consumer_uuid)
     moving = None
     if found is not None and found.migration_uuid is not None:
@@ -252,14 +512,14 @@ def _view(reader: Reader, consumer_uuid: str) -> ConsumerView:
                            moving.uuid if moving is not None and moving.in_flight else None)
 
 
-def _write(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:
-    return claims.ConsumerWrite(
-        consumer_uuid=cmd.consumer_uuid,
-        allocations={rp: dict(r) for rp, r in cmd.allocations.items()},
-        expected_generation=cmd.expected_generation,
-        project_id=cmd.project_id,
-        user_id=cmd.user_id,
-        consumer_type=cmd.consumer_type,
-        devices={rp: {rc: list(ids) for rc, ids in by.items()}
-                 for rp, by in cmd.devices.items()},
-    )
+
+def _released(reader: Reader) -> bool:
+    return reader.appended > 0
+
+
+def _provider(provider_uuid: str) -> Callable[[Reader], ProviderView]:
+    return lambda reader: ProviderView.of(reader.provider(provider_uuid))
+
+
+def _migration(migration_uuid: str) -> Callable[[Reader], MigrationView]:
+    return lambda reader: MigrationView.of(reader.migration(migration_uuid))

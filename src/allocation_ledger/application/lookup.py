@@ -9,7 +9,7 @@ from uuid import UUID
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.adapters.positions import position_of
-from allocation_ledger.application.commands import CommandId, command_id_of, recorded
+from allocation_ledger.application.command_ids import CommandId, command_id_of, recorded
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import command_stream_id
 from allocation_ledger.domain.migration import Migration

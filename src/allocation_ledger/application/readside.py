@@ -29,7 +29,7 @@ class ReadSide(Protocol):
         """Every device of a host's tree with holder and role."""
         ...
 
-    def in_flight_migrations(self, older_than_seconds: float = 0.0) -> Sequence[Any]:
+    def migrations_in_flight(self, older_than_seconds: float = 0.0) -> Sequence[Any]:
         """Migrations in flight that started at least that long ago, oldest first."""
         ...
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from allocation_ledger.domain import rules
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
@@ -13,26 +14,28 @@ from allocation_ledger.domain.values import Allocations, Devices, Inventory
 
 @dataclass(frozen=True)
 class ClassUsage:
-    """One class on one provider: inventory, usage, capacity and what is free."""
+    """One class on one provider: inventory, usage, capacity and what is free.
+    ``inventory`` is ``None`` for a class still in use that has no inventory any more
+    (capacity 0: over capacity)."""
 
     resource_class: str
-    inventory: Inventory
+    inventory: Inventory | None
     used: int
 
     @property
     def capacity(self) -> int:
-        """``(total - reserved) * allocation_ratio``, floored."""
-        return self.inventory.capacity
+        """``(total - reserved) * allocation_ratio``, floored; 0 without an inventory."""
+        return self.inventory.capacity if self.inventory is not None else 0
 
     @property
     def free(self) -> int:
         """Capacity not in use (0 when over capacity)."""
-        return max(self.capacity - self.used, 0)
+        return rules.free(self.capacity, self.used)
 
     @property
     def over_capacity(self) -> bool:
         """True when usage exceeds capacity (the inventory was lowered under it)."""
-        return self.used > self.capacity
+        return rules.over_capacity(self.capacity, self.used)
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,8 @@ class ProviderView:
 
     @property
     def inventories(self) -> dict[str, Inventory]:
-        """Class -> inventory."""
-        return {rc: c.inventory for rc, c in self.classes.items()}
+        """Class -> inventory (the classes that have one)."""
+        return {rc: c.inventory for rc, c in self.classes.items() if c.inventory is not None}
 
     @property
     def usages(self) -> dict[str, int]:
@@ -70,7 +73,7 @@ class ProviderView:
         }
         for rc, used in provider.usages.items():  # usage of a class no longer in inventory
             if rc not in classes and used:
-                classes[rc] = ClassUsage(rc, Inventory(total=1, reserved=1), used)
+                classes[rc] = ClassUsage(rc, None, used)
         return cls(
             provider_uuid=provider.uuid,
             name=provider.name,

@@ -25,7 +25,7 @@ from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import chain_hash
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
-from allocation_ledger.audit.reading import as_uuid
+from allocation_ledger.audit.ledger_events import as_uuid
 from allocation_ledger.domain.errors import InvalidRequest
 
 

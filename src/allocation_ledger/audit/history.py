@@ -19,7 +19,7 @@ from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.audit.changes import changes, summary
-from allocation_ledger.audit.reading import as_uuid, decode, entries, notifications
+from allocation_ledger.audit.ledger_events import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import MigrationNotFound, NotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id

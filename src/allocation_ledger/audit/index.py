@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from allocation_ledger.domain.allocating import Holding
 from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.reallocation import Holding
 
 Key = tuple[str, str]  # provider uuid, resource class
 

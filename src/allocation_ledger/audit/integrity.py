@@ -6,14 +6,9 @@ from typing import Any
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.adapters.notifications import chain_hash
+from allocation_ledger.adapters.notifications import chained
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
-
-
-def chained(store: EventStore) -> bool:
-    """True when the store keeps a hash chain (SQLite and PostgreSQL do; memory does not)."""
-    return hasattr(store.recorder, "chain_facts")
 
 
 def chain_before(store: EventStore, start: int) -> bytes:
@@ -46,21 +41,5 @@ def store_integrity(store: EventStore) -> list[Finding]:
             for problem in check()]
 
 
-def binding_problem(store: EventStore, name: str, position: int,
-                    followed: bytes | None) -> str | None:
-    """Why read model ``name``, at ``position`` where it recorded the chain hash
-    ``followed``, no longer belongs to this ledger (``None``: it does, or it cannot tell)."""
-    if position <= 0 or not chained(store):
-        return None
-    found = store.recorder.select_notifications(position, 1)
-    rebuild = "; rebuild the read models (projections rebuild)"
-    if not found or found[0].id != position:
-        head = store.recorder.max_notification_id() or 0
-        return (f"read model {name} is at position {position}, but the ledger has no event "
-                f"there (it ends at {head}): the ledger was truncated or restored from an "
-                f"older copy{rebuild}")
-    if followed is not None and chain_hash(found[0]) != followed:
-        return (f"read model {name} followed another history: the ledger's event at "
-                f"position {position} is not the one it applied (restored from an older "
-                f"copy, or rewritten){rebuild}")
-    return None
+
+__all__ = ["chain_before", "chain_notes", "chained", "store_integrity"]

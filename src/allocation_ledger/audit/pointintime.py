@@ -21,7 +21,7 @@ from allocation_ledger.adapters.eventstore import EventStore, project
 from allocation_ledger.adapters.positions import position_of
 from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
-from allocation_ledger.audit.reading import (
+from allocation_ledger.audit.ledger_events import (
     as_uuid,
     decode,
     entries,

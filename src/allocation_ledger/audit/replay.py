@@ -17,12 +17,12 @@ from allocation_ledger.audit import checks
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
-from allocation_ledger.audit.reading import Entry
+from allocation_ledger.audit.ledger_events import Entry
 from allocation_ledger.audit.state import LedgerState
-from allocation_ledger.domain.allocating import Holding
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.reallocation import Holding
 
 #: Called after each event with the event and the aggregate as replayed (snapshot checks).
 AfterEvent = Callable[[Where, Any], list[Finding]]

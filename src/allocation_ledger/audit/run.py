@@ -14,16 +14,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
-from allocation_ledger.audit import readmodels
 from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
+from allocation_ledger.audit.ledger_events import entries, last_position
 from allocation_ledger.audit.pointintime import replay, reviver
-from allocation_ledger.audit.reading import entries, last_position
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.migration import started_by
 
 Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 2000
@@ -89,13 +90,13 @@ def audit(
     hash before ``start``), and so is the database's own integrity where it has a check;
     ``verify_chain=False`` leaves the chain out (only for measuring what it costs).
     """
-    read, notes = (readmodels.load(store, projections if isinstance(projections, str)
+    read, notes = (drift.load(store, projections if isinstance(projections, str)
                                    else None) if projections else (None, []))
-    unbound = readmodels.unbound(store, read) if read is not None else []
+    unbound = drift.unbound(store, read) if read is not None else []
     if unbound:  # another history's read models: comparing them says nothing more
         read, notes = None, [*notes, "projection drift not checked: the read models do not "
                              "belong to this ledger's history"]
-    due = readmodels.Due(read) if read is not None else None
+    due = drift.Due(read) if read is not None else None
     began = time.perf_counter()  # the replay's own time, for its throughput
     # the drift check compares every consumer's generation: then keep every consumer
     every = bool(projections)
@@ -124,7 +125,7 @@ def audit(
 
 
 def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,
-           due: readmodels.Due | None, progress: Progress | None,
+           due: drift.Due | None, progress: Progress | None,
            links: ChainCheck | None) -> None:
     """Feed the auditor every event from ``start`` to ``stop``; check the chain; compare
     each read model when the replay reaches its position."""
@@ -150,9 +151,10 @@ def stale_migrations(state: LedgerState, older_than: float,
     allocations Nova leaks when a move is never confirmed or reverted."""
     now = now or datetime.now(UTC)
     found: list[Finding] = []
+    cutoff = started_by(now, older_than)
     for migration in sorted(state.migrations(), key=lambda m: m.started_at):
         age = (now - migration.started_at).total_seconds()
-        if migration.in_flight and age >= older_than:
+        if migration.in_flight and migration.started_at <= cutoff:
             where = Where(state.created_at.get(migration.id, 0), migration.started_at,
                           migration.id)
             found.append(Finding.at(

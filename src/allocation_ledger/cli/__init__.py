@@ -41,7 +41,6 @@ COMMANDS = [
     "allocation_ledger.cli.state_at",
     "allocation_ledger.cli.import_placement",
     "allocation_ledger.cli.metrics",
-    "allocation_ledger.cli.bench",
     "allocation_ledger.cli.serve",
     "allocation_ledger.cli.completion",
 ]

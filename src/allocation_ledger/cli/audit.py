@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.audit.chain import read_digests
     from allocation_ledger.audit.pointintime import cut
     from allocation_ledger.audit.run import audit
-    from allocation_ledger.cli.auditing import store_of
     from allocation_ledger.cli.output import print_json, progress_bar
+    from allocation_ledger.cli.read_only import store_of
 
     digests = read_digests(args.digest)
     with store_of(args) as store:

@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the head of the ledger ``--url`` names."""
     from allocation_ledger.audit.chain import head
     from allocation_ledger.audit.integrity import chained
-    from allocation_ledger.cli.auditing import store_of
     from allocation_ledger.cli.output import dumps
+    from allocation_ledger.cli.read_only import store_of
     from allocation_ledger.domain.errors import StoreUnusable
 
     with store_of(args) as store:

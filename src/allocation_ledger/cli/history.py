@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the history asked for."""
     from allocation_ledger.audit import history
-    from allocation_ledger.cli.auditing import resolve_id, store_of
     from allocation_ledger.cli.output import dumps, table
+    from allocation_ledger.cli.read_only import resolve_id, store_of
 
     if args.what != "ledger" and not args.uuid:
         raise UsageError(f"history {args.what} needs a UUID")
@@ -80,7 +80,7 @@ def row(entry: HistoryEntry) -> list[str]:
 
 
 def _range(store: EventStore, args: argparse.Namespace) -> tuple[int, int | None]:
-    from allocation_ledger.audit.reading import position_at
+    from allocation_ledger.audit.ledger_events import position_at
 
     start = args.from_position or 1
     stop = args.to_position

@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print or serve the metrics."""
-    from allocation_ledger.cli.auditing import store_of
     from allocation_ledger.cli.output import print_json
+    from allocation_ledger.cli.read_only import store_of
     from allocation_ledger.metrics import LedgerMetrics
 
     with store_of(args) as store:

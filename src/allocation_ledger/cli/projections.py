@@ -1,7 +1,7 @@
 """``allocation-ledger projections``: rebuild, resume, follow or show the read models.
 
-The read side lives in the top-level ``projections`` package; it is imported only when the
-command runs, so the rest of the CLI never loads it.
+The read side (``allocation_ledger.projections``) is imported only when the command runs,
+so the rest of the CLI never loads it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the action (see ``allocation_ledger.projections.cli``)."""
-    from allocation_ledger.projections.cli import run_command
+    """Run the action (see :mod:`allocation_ledger.cli.read_models`)."""
+    from allocation_ledger.cli.read_models import run_command
 
     return run_command(args)

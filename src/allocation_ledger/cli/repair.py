@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         stale_migrations,
     )
     from allocation_ledger.bootstrap import open_ledger
-    from allocation_ledger.cli.auditing import resolve_id
     from allocation_ledger.cli.output import print_json, table
+    from allocation_ledger.cli.read_only import resolve_id
 
     if bool(args.ids) == (args.stale_after is not None):
         raise UsageError("name the migrations or give --stale-after (one of the two)")

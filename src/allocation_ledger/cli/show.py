@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print what was asked for."""
     from allocation_ledger.bootstrap import open_ledger
-    from allocation_ledger.cli.auditing import resolve_id
     from allocation_ledger.cli.output import print_json
+    from allocation_ledger.cli.read_only import resolve_id
 
     with open_ledger(args.url, create=False) as ledger:
         uuid = resolve_id(ledger.store, args.what, args.uuid)

@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the state asked for."""
     from allocation_ledger.audit import pointintime as pit
-    from allocation_ledger.cli.auditing import resolve_id, store_of
     from allocation_ledger.cli.output import dumps
+    from allocation_ledger.cli.read_only import resolve_id, store_of
 
     if args.what != "hosts" and not args.uuid:
         raise UsageError(f"state-at {args.what} needs a UUID")
@@ -96,8 +96,9 @@ def provider_data(view: ProviderView) -> dict[str, Any]:
     return {
         "name": view.name, "generation": view.generation, "parent_uuid": view.parent_uuid,
         "root_uuid": view.root_uuid, "devices": view.devices,
-        "classes": {rc: {**asdict(c.inventory), "used": c.used, "capacity": c.capacity,
-                         "free": c.free, "over_capacity": c.over_capacity}
+        "classes": {rc: {**(asdict(c.inventory) if c.inventory else {}), "used": c.used,
+                         "capacity": c.capacity, "free": c.free,
+                         "over_capacity": c.over_capacity}
                     for rc, c in view.classes.items()},
     }
 

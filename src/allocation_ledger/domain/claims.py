@@ -1,21 +1,21 @@
-"""Claims, multi-consumer writes and releases: decisions over a :class:`Workspace`."""
+"""Claims, multi-consumer writes and releases: decisions over a :class:`Workspace`.
+
+A write or release naming an instance in the middle of a move is also a step of that move;
+what it does to the move is :mod:`.moves`' to say (its destination claim, the settling of an
+evacuation, the end of a move whose instance is deleted).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from allocation_ledger.domain.allocating import Holding, Target, reallocate
-from allocation_ledger.domain.consumer import MIGRATION, Consumer, check_generation
+from allocation_ledger.domain import moves
+from allocation_ledger.domain.consumer import INSTANCE, MIGRATION, Consumer, check_generation
 from allocation_ledger.domain.errors import InvalidRequest
-from allocation_ledger.domain.migration import (
-    ABORTED,
-    COMPLETED,
-    EVACUATION,
-    LIVE_MIGRATION,
-    REVERTED,
-    Migration,
-)
+from allocation_ledger.domain.holdings import holding
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.reallocation import Holding, Target, reallocate
 from allocation_ledger.domain.values import Allocations, Devices, RequestMeta
 from allocation_ledger.domain.workspace import Workspace
 
@@ -29,28 +29,8 @@ class ConsumerWrite:
     expected_generation: int | None
     project_id: str
     user_id: str
-    consumer_type: str = "INSTANCE"
+    consumer_type: str = INSTANCE
     devices: Devices = field(default_factory=dict)
-
-
-def holding(consumer: Consumer | None) -> Holding:
-    """What a (possibly absent) consumer holds now."""
-    if consumer is None:
-        return Holding()
-    return Holding(consumer.allocations, consumer.devices)
-
-
-def in_flight_migration(ws: Workspace, consumer: Consumer | None) -> Migration | None:
-    """The move ``consumer`` (an instance) is in the middle of, if any."""
-    if consumer is None or consumer.migration_uuid is None:
-        return None
-    migration = ws.migration(consumer.migration_uuid)
-    return migration if migration.in_flight else None
-
-
-def root_of(ws: Workspace, allocations: Allocations) -> str:
-    """The root provider (host) of an allocation: that of its first provider."""
-    return ws.provider(min(allocations)).root_uuid
 
 
 def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) -> None:
@@ -59,7 +39,7 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
     An empty allocation releases that consumer. A claim by an instance that is mid-move
     (after a swap) is its destination claim, and the migration's context records it; an
     empty one removes the destination and the move stays open. A write of an instance
-    mid-evacuation may decide the evacuation (see :func:`_settle_evacuation`).
+    mid-evacuation may decide the evacuation (see :func:`.moves.destination_written`).
     """
     seen: set[str] = set()
     before: dict[str, Holding] = {}
@@ -84,7 +64,9 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
                 "nothing", consumer_uuid=w.consumer_uuid,
             )
         _check_named_devices(ws, w)
-        _check_mid_move(ws, consumer, w)
+        migration = moves.in_flight_migration(ws, consumer)
+        if migration is not None:
+            moves.check_destination(ws, migration, w.consumer_uuid, w.allocations)
         before[w.consumer_uuid] = holding(consumer)
     targets = [Target(w.consumer_uuid, w.allocations, w.devices) for w in writes]
     after = reallocate(ws.provider, before, targets, request)
@@ -110,53 +92,15 @@ def _record_write(ws: Workspace, w: ConsumerWrite, new: Holding, request: Reques
         ws.add(Consumer.create(w.consumer_uuid, w.project_id, w.user_id, w.consumer_type,
                                new.allocations, new.devices, request))
         return
-    migration = in_flight_migration(ws, consumer)
+    migration = moves.in_flight_migration(ws, consumer)
     if not new.allocations:
         consumer.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=False)
     else:
         consumer.set_holding(Consumer.AllocationsClaimed, new.allocations, new.devices,
                              request, project_id=w.project_id, user_id=w.user_id,
                              consumer_type=w.consumer_type)
-    if migration is None:
-        return
-    if migration.kind == EVACUATION:
-        _settle_evacuation(ws, migration, new.allocations, request)
-    elif new.allocations:
-        migration.record_destination(root_of(ws, new.allocations), new.allocations,
-                                     new.devices, request)
-    else:
-        migration.remove_destination(request)
-
-
-def _settle_evacuation(ws: Workspace, migration: Migration, allocations: Allocations,
-                       request: RequestMeta) -> None:
-    """A plain write of an evacuating instance decides the evacuation, as Nova's own
-    clean-ups do: nothing left on the destination host is its rollback (reverted), nothing
-    left on the source host its completion, nothing left at all the instance's deletion
-    (aborted). A write keeping shares on both hosts leaves it in flight."""
-    roots = {ws.provider(rp).root_uuid for rp in allocations}
-    if not allocations:
-        migration.resolve(Migration.Aborted, ABORTED, request)
-    elif migration.destination_root not in roots:
-        migration.resolve(Migration.Reverted, REVERTED, request)
-    elif migration.source_root not in roots:
-        migration.resolve(Migration.Completed, COMPLETED, request)
-
-
-def _check_mid_move(ws: Workspace, consumer: Consumer | None, w: ConsumerWrite) -> None:
-    """A write naming an instance mid-move claims its destination (or, empty, removes it: the
-    move stays open); a live migration's destination must be on another host."""
-    migration = in_flight_migration(ws, consumer)
-    if migration is None or migration.kind == EVACUATION:
-        return
-    if migration.kind == LIVE_MIGRATION and any(
-        ws.provider(rp).root_uuid == migration.source_root for rp in w.allocations
-    ):
-        raise InvalidRequest(
-            f"a live migration must leave host {migration.source_root}: instance "
-            f"{w.consumer_uuid} cannot claim its destination there",
-            consumer_uuid=w.consumer_uuid, provider_uuid=migration.source_root,
-        )
+    if migration is not None:
+        moves.destination_written(ws, migration, new, request)
 
 
 def release(
@@ -181,11 +125,11 @@ def release(
     if not forced:
         check_generation(consumer_uuid, consumer, expected_generation)
     if isinstance(consumer, Migration):
-        return _abort(ws, consumer, request)
-    migration = in_flight_migration(ws, consumer)
+        return moves.abort(ws, consumer, request)
+    migration = moves.in_flight_migration(ws, consumer)
     held = consumer if consumer is not None and consumer.allocations else None
-    ends = migration if migration is not None and (
-        forced or migration.kind == EVACUATION) else None
+    ends = migration if migration is not None and moves.ends_with_release(
+        migration, forced=forced) else None
     parties = [c for c in (held, ends) if c is not None]
     if not parties:
         return False
@@ -193,24 +137,6 @@ def release(
     reallocate(ws.provider, {c.uuid: holding(c) for c in parties}, targets, request)
     if held is not None:
         held.set_holding(Consumer.AllocationsReleased, {}, {}, request, forced=forced)
-    if ends is not None:
-        ends.resolve(Migration.Aborted, ABORTED, request)
-    elif migration is not None:
-        migration.remove_destination(request)
-    return True
-
-
-def _abort(ws: Workspace, migration: Migration, request: RequestMeta) -> bool:
-    """Release a migration consumer's source allocation and abort it (``False`` once it is
-    resolved: it then holds nothing)."""
-    if not migration.in_flight:
-        return False
-    if not migration.allocations:
-        raise InvalidRequest(
-            f"migration {migration.uuid} ({migration.kind}) holds nothing itself: revert or "
-            "complete it instead", migration_uuid=migration.uuid,
-        )
-    reallocate(ws.provider, {migration.uuid: holding(migration)},
-               [Target(migration.uuid, {}, check_units=False)], request)
-    migration.resolve(Migration.Aborted, ABORTED, request)
+    if migration is not None:
+        moves.instance_released(migration, request, ended=ends is not None)
     return True

@@ -30,6 +30,12 @@ INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
 
 
+
+def generation_of(named_writes: int, *, holds: bool) -> int | None:
+    """A consumer's generation: the number of writes that named it, ``None`` while it holds
+    nothing (guarantees §3). The one rule; read models derive theirs with it."""
+    return named_writes if holds else None
+
 class Consumer(PlainState, Aggregate):
     """A consumer of resources: what it holds, on which providers, with which devices."""
 
@@ -157,7 +163,7 @@ class Consumer(PlainState, Aggregate):
     @property
     def generation(self) -> int | None:
         """The consumer generation: the writes that named it, ``None`` when it holds nothing."""
-        return self.named_writes if self.allocations else None
+        return generation_of(self.named_writes, holds=bool(self.allocations))
 
     def set_holding(
         self,

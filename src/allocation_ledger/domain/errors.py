@@ -116,14 +116,23 @@ class MigrationNotFound(NotFound):
 
 
 class ConsumerNotFound(NotFound):
-    """Raised when a command needs a consumer's allocations and the consumer holds none."""
+    """Raised when a command or read names a consumer that was never written."""
 
     FIELDS = ("consumer_uuid",)
     consumer_uuid: str
 
-    def __init__(self, consumer_uuid: str) -> None:
+    def __init__(self, consumer_uuid: str, message: str | None = None) -> None:
         self.consumer_uuid = consumer_uuid
-        super().__init__(f"consumer {consumer_uuid} holds no allocations")
+        super().__init__(message or f"consumer {consumer_uuid} does not exist")
+
+
+class ConsumerHoldsNothing(ConsumerNotFound):
+    """Raised when a command needs a consumer's allocations (a move) and the consumer holds
+    none (never written, or emptied). A :class:`ConsumerNotFound`, so callers that catch
+    that still catch it."""
+
+    def __init__(self, consumer_uuid: str) -> None:
+        super().__init__(consumer_uuid, f"consumer {consumer_uuid} holds no allocations")
 
 
 class UnknownPrefix(NotFound):

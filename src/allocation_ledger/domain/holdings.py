@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Allocations, Devices
 
@@ -33,3 +34,10 @@ class Target:
     allocations: Allocations
     devices: Devices = field(default_factory=dict)
     check_units: bool = True
+
+
+def holding(consumer: Consumer | None) -> Holding:
+    """What a (possibly absent) consumer holds now."""
+    if consumer is None:
+        return Holding()
+    return Holding(consumer.allocations, consumer.devices)

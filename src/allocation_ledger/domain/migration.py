@@ -15,7 +15,7 @@ stream version less the context events the stream holds.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast
 
 from allocation_ledger.domain.consumer import MIGRATION, Consumer
@@ -41,6 +41,14 @@ REVERTED = "reverted"
 COMPLETED = "completed"
 ABORTED = "aborted"
 
+
+
+def started_by(now: datetime, older_than_seconds: float) -> datetime:
+    """The latest start of a move that has been in flight for at least
+    ``older_than_seconds`` at ``now``: a move in flight that started at or before it is
+    stale (the allocations Nova leaks when nobody confirms or reverts). The one rule: the
+    service API, the read side's query and the audit all use it."""
+    return now - timedelta(seconds=older_than_seconds)
 
 class Migration(Consumer):
     """A move in flight (or resolved): the migration consumer and its context."""

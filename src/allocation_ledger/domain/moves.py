@@ -1,22 +1,27 @@
-"""Moves: swap, confirm, revert, forced moves and evacuation, over a :class:`Workspace`.
+"""A move's whole life, over a :class:`Workspace`: it starts (swap, forced live migration,
+evacuation), its instance claims or gives up a destination (a plain write of the instance:
+:func:`check_destination`, :func:`destination_written`), and it ends (confirm, revert,
+completion of an evacuation, or abort when the instance is deleted or the migration
+released: :func:`ends_with_release`, :func:`instance_released`, :func:`abort`).
 
-Each function checks every generation it depends on, decides, and changes the aggregates it
-names; the caller saves them in one atomic append, so a rejected or conflicting move leaves
-the ledger exactly as it was.
+Each command function checks every generation it depends on, decides, and changes the
+aggregates it names; the caller saves them in one atomic append, so a rejected or
+conflicting move leaves the ledger exactly as it was.
 """
 
 from __future__ import annotations
 
-from allocation_ledger.domain.allocating import Holding, Target, check_unit_rules, reallocate
-from allocation_ledger.domain.claims import holding, in_flight_migration, root_of
 from allocation_ledger.domain.consumer import Consumer, check_generation
 from allocation_ledger.domain.errors import (
+    ConsumerHoldsNothing,
     ConsumerNotFound,
     InvalidRequest,
     MigrationInProgress,
     NestedAllocationMove,
 )
+from allocation_ledger.domain.holdings import holding
 from allocation_ledger.domain.migration import (
+    ABORTED,
     COLD_MIGRATION,
     COMPLETED,
     CONFIRMED,
@@ -26,6 +31,7 @@ from allocation_ledger.domain.migration import (
     REVERTED,
     Migration,
 )
+from allocation_ledger.domain.reallocation import Holding, Target, check_unit_rules, reallocate
 from allocation_ledger.domain.values import (
     Allocations,
     RequestMeta,
@@ -36,6 +42,97 @@ from allocation_ledger.domain.values import (
 from allocation_ledger.domain.workspace import Workspace
 
 SWAP_KINDS = (RESIZE, COLD_MIGRATION, LIVE_MIGRATION)
+
+
+def in_flight_migration(ws: Workspace, consumer: Consumer | None) -> Migration | None:
+    """The move ``consumer`` (an instance) is in the middle of, if any."""
+    if consumer is None or consumer.migration_uuid is None:
+        return None
+    migration = ws.migration(consumer.migration_uuid)
+    return migration if migration.in_flight else None
+
+
+def root_of(ws: Workspace, allocations: Allocations) -> str:
+    """The root provider (host) of an allocation: that of its first provider."""
+    return ws.provider(min(allocations)).root_uuid
+
+
+# -- the destination step: a plain write of an instance mid-move ---------------------------
+
+def check_destination(ws: Workspace, migration: Migration, instance_uuid: str,
+                      allocations: Allocations) -> None:
+    """Before a write of an instance mid-move: a live migration's destination must be on
+    another host than its source."""
+    if migration.kind == LIVE_MIGRATION and any(
+        ws.provider(rp).root_uuid == migration.source_root for rp in allocations
+    ):
+        raise InvalidRequest(
+            f"a live migration must leave host {migration.source_root}: instance "
+            f"{instance_uuid} cannot claim its destination there",
+            consumer_uuid=instance_uuid, provider_uuid=migration.source_root,
+        )
+
+
+def destination_written(ws: Workspace, migration: Migration, new: Holding,
+                        request: RequestMeta) -> None:
+    """The instance of an in-flight move was written to hold ``new``: the move's destination
+    step. For a resize or migration, a write that holds something is the destination claim
+    (recorded in the move's context) and an empty one removes the destination (a failed
+    ``prep_resize``: the move stays open for another host or a revert). For an evacuation,
+    the write decides it, as Nova's own clean-ups do: nothing left on the destination host is
+    its rollback (reverted), nothing left on the source host its completion, nothing left at
+    all the instance's deletion (aborted); shares on both hosts leave it in flight."""
+    if migration.kind != EVACUATION:
+        if new.allocations:
+            migration.record_destination(root_of(ws, new.allocations), new.allocations,
+                                         new.devices, request)
+        else:
+            migration.remove_destination(request)
+        return
+    roots = {ws.provider(rp).root_uuid for rp in new.allocations}
+    if not new.allocations:
+        migration.resolve(Migration.Aborted, ABORTED, request)
+    elif migration.destination_root not in roots:
+        migration.resolve(Migration.Reverted, REVERTED, request)
+    elif migration.source_root not in roots:
+        migration.resolve(Migration.Completed, COMPLETED, request)
+
+
+# -- a release of the instance or of the migration -----------------------------------------
+
+def ends_with_release(migration: Migration, *, forced: bool) -> bool:
+    """True when releasing the move's instance ends the move: the instance is deleted
+    (``forced``), or it is evacuating (its only allocation is the move's)."""
+    return forced or migration.kind == EVACUATION
+
+
+def instance_released(migration: Migration, request: RequestMeta, *, ended: bool) -> None:
+    """The move's instance was released: the move is aborted (``ended``, its source released
+    in the same write), or it only loses its destination and stays open."""
+    if ended:
+        migration.resolve(Migration.Aborted, ABORTED, request)
+    else:
+        migration.remove_destination(request)
+
+
+def abort(ws: Workspace, migration: Migration, request: RequestMeta) -> bool:
+    """Release a migration consumer's source allocation and abort the move (an operator
+    cleaning up a leaked migration); ``False`` once it is resolved (it then holds
+    nothing)."""
+    if not migration.in_flight:
+        return False
+    if not migration.allocations:
+        raise InvalidRequest(
+            f"migration {migration.uuid} ({migration.kind}) holds nothing itself: revert or "
+            "complete it instead", migration_uuid=migration.uuid,
+        )
+    reallocate(ws.provider, {migration.uuid: holding(migration)},
+               [Target(migration.uuid, {}, check_units=False)], request)
+    migration.resolve(Migration.Aborted, ABORTED, request)
+    return True
+
+
+# -- the move commands ----------------------------------------------------------------------
 
 
 def _movable_instance(
@@ -49,7 +146,7 @@ def _movable_instance(
         )
     check_generation(instance_uuid, instance, expected_generation)
     if instance is None or not instance.allocations:
-        raise ConsumerNotFound(instance_uuid)
+        raise ConsumerHoldsNothing(instance_uuid)
     moving = in_flight_migration(ws, instance)
     if moving is not None:
         raise MigrationInProgress(instance_uuid, moving.uuid)

@@ -270,7 +270,7 @@ class Provider(PlainState, Aggregate):
         holds: dict[str, dict[str, str | None]],
         request: RequestMeta,
     ) -> None:
-        """Record a write's effect, already checked by ``allocating.reallocate``."""
+        """Record a write's effect, already checked by ``reallocation.reallocate``."""
         self.trigger_event(
             self.AllocationsChanged,
             consumers=sorted(consumers),

@@ -69,6 +69,16 @@ def check_units(
         raise InvalidAllocation(consumer_uuid, provider_uuid, resource_class, amount, problem)
 
 
+def free(capacity: int, used: int) -> int:
+    """What is free of ``capacity`` with ``used`` in use (0 when over capacity)."""
+    return max(capacity - used, 0)
+
+
+def over_capacity(capacity: int, used: int) -> bool:
+    """True when usage exceeds capacity (the inventory was lowered under it)."""
+    return used > capacity
+
+
 def capacity_exceeded(inv: Inventory, used_before: int, used_after: int) -> bool:
     """True when a write leaves usage above capacity and made it worse.
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from allocation_ledger.application.views import ConsumerView
+from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import ProviderNotFound
 from allocation_ledger.http import errors, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
 INCOMPLETE = "00000000-0000-0000-0000-000000000000"  # Placement's incomplete_consumer ids
-DEFAULT_CONSUMER_TYPE = "INSTANCE"
+DEFAULT_CONSUMER_TYPE = INSTANCE
 
 
 def _resources(value: Any, where: str) -> dict[str, int]:

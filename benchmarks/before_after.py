@@ -1,0 +1,130 @@
+"""Single claims with this checkout's code beside another checkout's, in one run.
+
+    python -m benchmarks.before_after --other DIR [--stores sqlite,postgresql]
+                                      [--rounds 6] [--seconds 3] [--postgres-url URL]
+
+For a change that must not slow the write path (a restructuring, say): check the old code
+out beside this one (``git worktree add /tmp/before <commit>``) and name it with
+``--other``. Each round runs one child process per checkout, in alternating order, each on a
+fresh store of its own: it registers a roomy host and claims new consumers on it through
+the public service API (``open_ledger``, ``register_provider``, ``claim``: the calls both
+versions share) for ``--seconds`` after a short warm-up, and reports its claims per second.
+Each child imports its own checkout's ``src`` (``PYTHONPATH``). The figure is the median of
+the rounds per checkout, and the ratio this/other per store: on a noisy machine only the
+ratio of the same run means anything. Beside the claims per second of wall time, each child
+reports its claims per second of its own CPU time (the client's share of a claim: the
+Python code a change can slow down), which a loaded machine disturbs much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.scratch import POOL, postgres_schema
+from benchmarks.settings import default_postgres_url
+
+THIS = Path(__file__).resolve().parents[1]
+
+#: The child: only public API calls that every version of the ledger has.
+CHILD = """
+import sys, time, uuid
+from allocation_ledger import open_ledger
+url, seconds = sys.argv[1], float(sys.argv[2])
+flavour = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+with open_ledger(url) as ledger:
+    host = str(uuid.uuid4())
+    ledger.register_provider(host, "bench-host", inventories={
+        rc: {"total": 2_000_000_000} for rc in flavour})
+    def claim():
+        ledger.claim(str(uuid.uuid4()), {host: dict(flavour)}, None,
+                     project_id="p", user_id="u", request={"actor": "bench"})
+    for _ in range(200):
+        claim()
+    done, began, cpu = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - began < seconds:
+        claim()
+        done += 1
+    print(done / (time.perf_counter() - began), done / (time.process_time() - cpu))
+"""
+
+
+def main() -> int:
+    """Run the rounds and print the medians and ratios (JSON with ``--json``)."""
+    args = _parser().parse_args()
+    other = Path(args.other).resolve()
+    if not (other / "src" / "allocation_ledger").is_dir():
+        print(f"before_after: {other} is not a checkout of the ledger (no src/allocation_ledger)",
+              file=sys.stderr)
+        return 2
+    trees = {"this": THIS, "other": other}
+    rows = []
+    for store in args.stores.split(","):
+        rates: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+        for round_ in range(args.rounds):
+            order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+            for name in order:
+                rates[name].append(_child(trees[name], store, args))
+        row: dict[str, object] = {"store": store, "rounds": rates}
+        for i, measure in enumerate(("wall", "cpu")):
+            this = statistics.median(r[i] for r in rates["this"])
+            before = statistics.median(r[i] for r in rates["other"])
+            row[measure] = {"this": round(this, 1), "other": round(before, 1),
+                            "ratio": round(this / before, 3)}
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'store':<12}{'measure':<26}{'this':>9}{'other':>9}{'this/other':>12}")
+    for row in rows:
+        for measure, label in (("wall", "claims/s (wall)"), ("cpu", "claims per CPU-second")):
+            got = row[measure]
+            assert isinstance(got, dict)
+            print(f"{row['store']:<12}{label:<26}{got['this']:>9}{got['other']:>9}"
+                  f"{got['ratio']:>12}")
+    return 0
+
+
+def _child(tree: Path, store: str, args: argparse.Namespace) -> tuple[float, float]:
+    """One child's claims per second of wall time and of its CPU time, on a fresh store of
+    kind ``store``."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    with tempfile.TemporaryDirectory(prefix="before-after-") as workdir:
+        if store == "sqlite":
+            return _run(env, f"sqlite:///{Path(workdir) / 'ledger.db'}", args.seconds)
+        with postgres_schema(args.postgres_url, prefix="ba") as schema:
+            return _run(env, f"{args.postgres_url}?schema={schema}&{POOL}", args.seconds)
+
+
+def _run(env: dict[str, str], url: str, seconds: float) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, "-c", CHILD, url, str(seconds)], env=env,
+                          capture_output=True, text=True, check=False, timeout=seconds + 300)
+    if done.returncode != 0:
+        raise SystemExit(f"before_after: a child failed: {done.stderr.strip()[-2000:]}")
+    wall, cpu = done.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.before_after",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--other", required=True, help="the other checkout (its root folder)")
+    parser.add_argument("--stores", default="sqlite,postgresql",
+                        help="sqlite, postgresql or both (default)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per store (default 6)")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="seconds of claims per child (default 3)")
+    parser.add_argument("--postgres-url", default=default_postgres_url(),
+                        help="PostgreSQL database for scratch schemas")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""Several writer processes at once (multiprocessing, spawn context).
+
+Each writer is a fresh process with its own connections: it prepares (opens the store,
+registers its own host, warms up), waits at a barrier with the others, then works for the
+same number of seconds. Their samples merge into one: the rate is every writer's operations
+over the wall time from the first start to the last finish.
+
+A writer either claims (role ``claims``: a new instance on its own host per operation, as
+a scheduler spreading instances over hosts would; role ``shared``: a new instance on one of
+a few hosts every writer claims on, picked at random, so that writers clash on provider
+streams) or inserts raw rows (role ``floor``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
+from typing import Any
+
+from benchmarks.stats import Sample, merge, run_for
+
+WARMUP = 20
+TIMEOUT = 300.0
+CLAIMS = "claims"
+SHARED = "shared"
+FLOOR = "floor"
+
+
+def _operation(role: str, target: str,
+               hosts: Sequence[str]) -> tuple[Callable[[], object], Callable[[], None]]:
+    """The operation a writer repeats, and how to clean up after it."""
+    if role == FLOOR:
+        from benchmarks.floor import open_raw_table
+
+        table = open_raw_table(target)
+        return table.insert, table.close
+    from allocation_ledger.bootstrap import open_ledger
+    from benchmarks.workload import a_host, claimer, shared_claimer
+
+    ledger = open_ledger(target)
+    if role == SHARED:
+        if target.startswith("memory:"):  # each process has a store of its own
+            for host in hosts:
+                a_host(ledger, "shared", host)
+        return shared_claimer(ledger, list(hosts)), ledger.close
+    return claimer(ledger, a_host(ledger)), ledger.close
+
+
+def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
+            barrier: Barrier, results: Queue[Any]) -> None:
+    """One writer process: prepare, wait for the others, work, report."""
+    try:
+        operation, close = _operation(role, target, hosts)
+        try:
+            for _ in range(WARMUP):
+                operation()
+            barrier.wait(TIMEOUT)
+            start = time.perf_counter()
+            sample = run_for(operation, duration)
+            results.put(("ok", start, sample))
+        finally:
+            close()
+    except BaseException:
+        barrier.abort()
+        results.put(("error", 0.0, traceback.format_exc()))
+
+
+def run_writers(role: str, target: str, writers: int, duration: float,
+                hosts: Sequence[str] = ()) -> Sample:
+    """``writers`` processes doing ``role`` on ``target`` for ``duration`` seconds at once
+    (``hosts``: those the ``shared`` role claims on)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(writers)
+    results: Queue[Any] = ctx.Queue()
+    processes = [
+        ctx.Process(target=_writer,
+                    args=(role, target, tuple(hosts), duration, barrier, results),
+                    daemon=True)
+        for _ in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        reports = _collect(results, processes, time.monotonic() + TIMEOUT + duration)
+    finally:
+        for process in processes:
+            process.join(5.0)
+            if process.is_alive():
+                process.terminate()
+    errors = [str(r[2]) for r in reports if r[0] == "error"]
+    if errors:
+        raise RuntimeError(f"a bench writer ({role}) failed:\n" + "\n".join(errors))
+    samples: list[Sample] = [r[2] for r in reports]
+    starts = [float(r[1]) for r in reports]
+    wall = max(s + x.seconds for s, x in zip(starts, samples, strict=True)) - min(starts)
+    return merge(samples, wall)
+
+
+def _collect(results: Queue[Any], processes: Sequence[BaseProcess],
+             deadline: float) -> list[Any]:
+    """Every writer's report; an error report for writers that died or ran out of time."""
+    reports: list[Any] = []
+    while len(reports) < len(processes):
+        try:
+            reports.append(results.get(timeout=0.5))
+            continue
+        except queue.Empty:
+            pass
+        gone = not any(p.is_alive() for p in processes)
+        if gone or time.monotonic() > deadline:
+            try:  # a writer may have reported just before it exited
+                while len(reports) < len(processes):
+                    reports.append(results.get(timeout=1.0))
+            except queue.Empty:
+                codes = [p.exitcode for p in processes]
+                why = "exited" if gone else "timed out"
+                reports.append(("error", 0.0, f"writer processes {why} (exit codes {codes})"))
+                return reports
+    return reports

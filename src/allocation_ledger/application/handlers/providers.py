@@ -1,0 +1,108 @@
+"""Handlers of the provider commands: register, inventory, devices, rename, delete. Every
+change to an existing provider is checked against the generation its caller expects."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from allocation_ledger.application.inputs import (
+    ClassIn,
+    DeleteProviderIn,
+    DevicesSetIn,
+    InventoriesIn,
+    InventoryIn,
+    ProviderIn,
+    RenameProviderIn,
+)
+from allocation_ledger.application.unit_of_work import UnitOfWork
+from allocation_ledger.domain.errors import (
+    ProviderExists,
+    ProviderNotFound,
+    ResourceClassNotOnProvider,
+)
+from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import Inventory
+
+
+class Registration(NamedTuple):
+    """A provider to register, and the inventory it starts with (if any)."""
+
+    provider: ProviderIn
+    inventories: InventoriesIn | None
+
+
+class OneInventory(NamedTuple):
+    """One class's inventory to add or update on a provider."""
+
+    target: ClassIn
+    inventory: InventoryIn
+
+
+def register(uow: UnitOfWork, cmd: Registration) -> None:
+    """A new root provider, or a child of its parent, with its inventory if given."""
+    new = cmd.provider
+    if uow.any_provider(new.provider_uuid) is not None:
+        raise ProviderExists(new.provider_uuid)
+    parent = uow.provider(new.parent_uuid) if new.parent_uuid else None
+    provider = Provider.register(new.provider_uuid, new.name, parent, uow.request)
+    uow.add(provider)
+    if cmd.inventories is not None:
+        provider.set_inventories(_given(cmd.inventories), uow.request)
+
+
+def set_inventories(uow: UnitOfWork, cmd: InventoriesIn) -> None:
+    """A provider's whole inventory replaced."""
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    provider.set_inventories(_given(cmd), uow.request)
+
+
+def set_inventory(uow: UnitOfWork, cmd: OneInventory) -> None:
+    """One class's inventory added or updated, the others kept."""
+    target = cmd.target
+    provider = uow.provider_at(target.provider_uuid, target.expected_generation)
+    inventories = {**_current(provider), target.resource_class: _inventory(cmd.inventory)}
+    provider.set_inventories(inventories, uow.request)
+
+
+def delete_inventory(uow: UnitOfWork, cmd: ClassIn) -> None:
+    """One class removed (the domain refuses it while allocated)."""
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    current = _current(provider)
+    if current.pop(cmd.resource_class, None) is None:
+        raise ResourceClassNotOnProvider(cmd.provider_uuid, cmd.resource_class)
+    provider.set_inventories(current, uow.request)
+
+
+def set_devices(uow: UnitOfWork, cmd: DevicesSetIn) -> None:
+    """The named devices of one device-backed class declared."""
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    provider.set_devices(cmd.resource_class, cmd.device_ids, uow.request)
+
+
+def rename(uow: UnitOfWork, cmd: RenameProviderIn) -> None:
+    """A provider renamed."""
+    uow.provider_at(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name, uow.request)
+
+
+def delete(uow: UnitOfWork, cmd: DeleteProviderIn) -> None:
+    """A provider deleted (the domain refuses it while it has allocations or children)."""
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    parent = None
+    if provider.parent_uuid is not None:
+        try:
+            parent = uow.provider(provider.parent_uuid)
+        except ProviderNotFound:
+            parent = None
+    provider.delete(parent, uow.request)
+
+
+def _inventory(model: InventoryIn) -> Inventory:
+    return Inventory(**model.model_dump())
+
+
+def _given(cmd: InventoriesIn) -> dict[str, Inventory]:
+    return {rc: _inventory(i) for rc, i in cmd.inventories.items()}
+
+
+def _current(provider: Provider) -> dict[str, Inventory]:
+    return {rc: provider.inventory(rc) for rc in provider.inventories}

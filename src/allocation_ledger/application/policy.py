@@ -1,0 +1,87 @@
+"""The write policy: what a command's attempt may take from this process's memory, and how
+often and after what pause a clash on provider streams is tried again.
+
+Correctness never rests on it: the store's unique (stream, version) key decides every
+append, and a consumer generation conflict is never retried whatever the policy says. The
+policy only trades reads against retries:
+
+- The **first attempt** of a command trusts the process: it takes providers from the
+  process's cache as they are (a busy host then costs no read) and takes the consumers the
+  caller expects to be new as absent without reading them (a new instance's claim is one
+  round trip). A stale copy or a consumer that exists after all makes the store refuse the
+  append, or is found before a refusal counts, and the command runs again.
+- **Later attempts** read everything fresh, after a short random pause that doubles with
+  each attempt (writers that clashed do not clash again in step).
+- A provider on which a clash was seen lately (another process writes to it) is read fresh
+  even on a first attempt, for ``contended_for`` seconds: its cached copy is probably stale,
+  and an append refused for it would have waited its turn for nothing.
+
+One policy is chosen per ledger in :mod:`allocation_ledger.bootstrap`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+#: How many times a command that clashed only on provider streams is run in all.
+MAX_ATTEMPTS = 10
+#: Seconds a provider is read fresh after a clash seen on it.
+CONTENDED_FOR = 2.0
+#: At most this many contended providers remembered (the oldest are let go first).
+REMEMBERED = 100_000
+
+
+@dataclass
+class WritePolicy:
+    """Cached reads and retries of the write path (see the module). Thread-safe."""
+
+    #: attempts in all before :class:`ConcurrentUpdate`
+    max_attempts: int = MAX_ATTEMPTS
+    #: the first attempt trusts the process's cache (off: every attempt reads fresh)
+    cached_first_attempt: bool = True
+    #: the pause before attempt n+1 is uniform in [0, pause_unit * 2**min(n, max_doublings)]
+    pause_unit: float = 0.002
+    max_doublings: int = 6
+    contended_for: float = CONTENDED_FOR
+    remembered: int = REMEMBERED
+    _clashes: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def attempts(self) -> range:
+        """The attempts of one command, numbered from 1."""
+        return range(1, self.max_attempts + 1)
+
+    def trusts_cache(self, attempt: int) -> bool:
+        """True when ``attempt`` may take providers from the cache and new consumers as
+        absent."""
+        return self.cached_first_attempt and attempt == 1
+
+    def reads_cached(self, attempt: int, provider_uuid: str) -> bool:
+        """True when ``attempt`` may take this provider from the cache unread."""
+        return self.trusts_cache(attempt) and not self.contended(provider_uuid)
+
+    def pause(self, attempt: int) -> float:
+        """Seconds to wait after ``attempt`` clashed, before the next: none after an attempt
+        that trusted the cache (its clash most likely means only a stale copy)."""
+        if self.trusts_cache(attempt):
+            return 0.0
+        return random.uniform(0, self.pause_unit * 2 ** min(attempt, self.max_doublings))
+
+    def clashed(self, providers: Iterable[str]) -> None:
+        """An append writing to ``providers`` was refused: read them fresh for a while."""
+        now = time.monotonic()
+        with self._lock:
+            for provider in providers:
+                self._clashes.pop(provider, None)  # re-inserted last: the dict stays in age order
+                self._clashes[provider] = now
+            while len(self._clashes) > self.remembered:
+                del self._clashes[next(iter(self._clashes))]
+
+    def contended(self, provider_uuid: str) -> bool:
+        """True when a clash on ``provider_uuid`` was seen within ``contended_for`` seconds."""
+        seen = self._clashes.get(provider_uuid)
+        return seen is not None and time.monotonic() - seen < self.contended_for

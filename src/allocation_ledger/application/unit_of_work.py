@@ -1,0 +1,302 @@
+"""The unit of work of one attempt at one command: it loads aggregates, remembers the
+version of every stream it read, and commits everything the command changed in one atomic
+append, the command's record first; the store's refusal is translated here.
+
+When the store refuses the append (another writer took a (stream, version) first) the two
+cases DESIGN §3 separates are told apart: a consumer written meanwhile is a
+:class:`ConsumerGenerationConflict` (never retried: the caller re-reads and re-decides); a
+migration stream that moved only by context events (its instance claimed or gave up a
+destination) changed no generation and counts as a provider clash; a provider the caller
+pinned with an expected generation is a :class:`ProviderGenerationConflict`; anything else
+is a clash on provider streams alone, :class:`Clash`, which the caller may run again
+(:mod:`.attempts`).
+
+What an attempt may take unread (providers from the process's cache, the consumers the
+caller expects to be new as absent) is the :class:`~.policy.WritePolicy`'s to say; the unit
+of work only keeps note of what it took that way, so that a refusal or a clash decided on it
+can be checked (:meth:`UnitOfWork.doubtful`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError, ProgrammingError
+
+from allocation_ledger.adapters.eventstore import EventStore
+from allocation_ledger.application.command_ids import AlreadyRecorded, Intent, recorded
+from allocation_ledger.domain.command import Command
+from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.errors import (
+    ConsumerGenerationConflict,
+    MigrationNotFound,
+    ProviderGenerationConflict,
+    ProviderNotFound,
+    StoreUnusable,
+)
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import RequestMeta
+
+if TYPE_CHECKING:
+    from allocation_ledger.application.policy import WritePolicy
+
+
+class Clash(Exception):
+    """The append clashed on provider streams only (or on a consumer taken as new without a
+    read): the command may be run again."""
+
+
+class UnitOfWork:
+    """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store, for
+    one attempt at one command.
+
+    ``intent``: the command it decides (``None``: it only reads, and commits nothing).
+    ``policy`` and ``attempt`` say what may be taken unread; ``new_consumers`` are the
+    consumers the caller expects to be new. ``recorded``: the command's record goes into its
+    append (off for commands in a group commit, which nobody can retry by id).
+    """
+
+    def __init__(self, store: EventStore, intent: Intent | None = None, *,
+                 policy: WritePolicy | None = None, attempt: int = 0,
+                 new_consumers: Iterable[str] = (), recorded: bool = True,
+                 decided: dict[str, Provider] | None = None) -> None:
+        self._store = store
+        self.intent = intent
+        self._policy = policy
+        self._attempt = attempt
+        self._recorded = recorded and intent is not None
+        #: providers an earlier command of the same group changed (see ``grouping``)
+        self._decided = decided or {}
+        trusting = policy is not None and policy.trusts_cache(attempt)
+        #: consumers taken as absent without a read when this process has not seen them
+        self._new_consumers = frozenset(new_consumers) if trusting else frozenset()
+        self._assumed_absent: set[str] = set()
+        self._cached_reads: set[str] = set()
+        self._providers: dict[str, Provider | None] = {}
+        self._consumers: dict[str, Consumer | None] = {}
+        self._new: list[Aggregate] = []
+        self._expected_providers: dict[str, int] = {}
+        #: consumer -> (stream version, writes that named it, generation) as first read;
+        #: all None if absent
+        self._loaded: dict[str, tuple[int | None, int | None, int | None]] = {}
+        #: the providers the commit wrote to (whether or not the store took it)
+        self.written: list[str] = []
+        #: how many events the command appended (besides its record)
+        self.appended = 0
+
+    @property
+    def request(self) -> RequestMeta:
+        """Who asked for the command and why (stored with every event)."""
+        if self.intent is None:
+            raise TypeError("a unit of work opened for reading decides no command")
+        return self.intent.meta
+
+    # -- loading: the Workspace protocol --------------------------------------------------
+
+    def provider(self, provider_uuid: str) -> Provider:
+        """The live provider; :class:`ProviderNotFound` if absent or deleted."""
+        provider = self.any_provider(provider_uuid)
+        if provider is None or provider.deleted:
+            raise ProviderNotFound(provider_uuid)
+        return provider
+
+    def any_provider(self, provider_uuid: str) -> Provider | None:
+        """The provider even if deleted, or ``None`` if it was never registered."""
+        if provider_uuid not in self._providers:
+            self._load_provider(provider_uuid, cached=self._policy is not None
+                                and self._policy.reads_cached(self._attempt, provider_uuid))
+        return self._providers[provider_uuid]
+
+    def provider_at(self, provider_uuid: str, expected_generation: int) -> Provider:
+        """The live provider read fresh, checked against the generation the caller expects
+        (:class:`ProviderGenerationConflict`); a clash on it later is that conflict too."""
+        if provider_uuid in self._cached_reads:
+            self._cached_reads.discard(provider_uuid)
+            del self._providers[provider_uuid]
+        if provider_uuid not in self._providers:
+            self._load_provider(provider_uuid, cached=False)
+        provider = self.provider(provider_uuid)
+        if provider.version != expected_generation:
+            raise ProviderGenerationConflict(provider_uuid, expected_generation,
+                                             provider.version)
+        self._expected_providers[provider_uuid] = expected_generation
+        return provider
+
+    def _load_provider(self, provider_uuid: str, *, cached: bool) -> None:
+        if provider_uuid in self._decided:  # decide on the group's state
+            self._providers[provider_uuid] = copy.deepcopy(self._decided[provider_uuid])
+            return
+        found = self._store.get(provider_stream_id(provider_uuid), cached=cached)
+        self._providers[provider_uuid] = found if isinstance(found, Provider) else None
+        if cached:
+            self._cached_reads.add(provider_uuid)
+
+    def consumer(self, consumer_uuid: str) -> Consumer | None:
+        """The consumer, or ``None`` if its stream does not exist."""
+        if consumer_uuid not in self._consumers:
+            self.load_consumers([consumer_uuid])
+        return self._consumers[consumer_uuid]
+
+    def load_consumers(self, consumer_uuids: Iterable[str]) -> None:
+        """Load consumers not loaded yet (one query for all of them)."""
+        wanted: dict[UUID, str] = {}
+        for uuid in consumer_uuids:
+            if uuid in self._consumers:
+                continue
+            if self._assumes_absent(uuid):
+                self._remember(uuid, None)
+            else:
+                wanted[consumer_stream_id(uuid)] = uuid
+        if len(wanted) == 1:
+            [(stream, uuid)] = wanted.items()
+            self._remember(uuid, self._store.get(stream, short=True))
+        elif wanted:
+            for stream, found in self._store.get_short_many(wanted).items():
+                self._remember(wanted[stream], found)
+
+    def migration(self, migration_uuid: str) -> Migration:
+        """The migration; :class:`MigrationNotFound` if the consumer is not one."""
+        found = self.consumer(migration_uuid)
+        if not isinstance(found, Migration):
+            raise MigrationNotFound(migration_uuid)
+        return found
+
+    def add(self, aggregate: Consumer | Provider) -> None:
+        """A new aggregate to commit with the rest."""
+        self._new.append(aggregate)
+        if isinstance(aggregate, Provider):
+            self._providers[aggregate.uuid] = aggregate
+        else:
+            self.consumer(aggregate.uuid)  # remember it was absent
+            self._consumers[aggregate.uuid] = aggregate
+
+    def _remember(self, consumer_uuid: str, found: object) -> None:
+        """Note a consumer as read (``found``: its aggregate, or anything else when its
+        stream does not exist) with its version and generation at the time."""
+        consumer = found if isinstance(found, Consumer) else None
+        self._consumers[consumer_uuid] = consumer
+        self._loaded[consumer_uuid] = (
+            (consumer.version, consumer.named_writes, consumer.generation)
+            if consumer is not None else (None, None, None)
+        )
+
+    def _assumes_absent(self, consumer_uuid: str) -> bool:
+        if consumer_uuid not in self._new_consumers or self._store.is_cached(
+                consumer_stream_id(consumer_uuid)):
+            return False
+        self._assumed_absent.add(consumer_uuid)
+        return True
+
+    # -- what was taken unread ------------------------------------------------------------
+
+    def doubtful(self, *, unwritten_only: bool) -> bool:
+        """True when what this attempt took unread may have misled it: a consumer taken as
+        new without a read, or a provider from the cache older than the store's.
+
+        With ``unwritten_only`` (before a commit) a stream the command appends to needs no
+        check: the store refuses that append if the copy was stale or the stream exists.
+        """
+        if self._assumed_absent and not unwritten_only:
+            return True
+        for uuid in self._cached_reads:
+            provider = self._providers.get(uuid)
+            if provider is None or (unwritten_only and provider.pending_events):
+                continue
+            if self._store.stream_version(provider.id) != provider.version:
+                return True
+        for uuid in self._assumed_absent:
+            consumer = self._consumers.get(uuid)
+            if consumer is not None and consumer.pending_events:
+                continue  # its first event: the store refuses it if the stream exists
+            if self._store.stream_version(consumer_stream_id(uuid)) is not None:
+                return True
+        return False
+
+    @property
+    def assumed_absent(self) -> bool:
+        """True when a consumer was taken as absent without a read."""
+        return bool(self._assumed_absent)
+
+    # -- committing -----------------------------------------------------------------------
+
+    def changed(self) -> list[Aggregate]:
+        """Every aggregate with events to append, in the order they are appended: new
+        streams, then providers, then consumers."""
+        changed: list[Aggregate] = list(self._new)
+        changed += [p for p in self._providers.values() if p is not None and p.pending_events]
+        changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        return list({id(a): a for a in changed}.values())
+
+    @property
+    def consumer_uuids(self) -> set[str]:
+        """Every consumer this attempt read or created."""
+        return set(self._consumers)
+
+    @property
+    def provider_uuids(self) -> list[str]:
+        """Every provider this attempt read."""
+        return sorted(self._providers)
+
+    def commit(self) -> int:
+        """Append every pending event, and the command's record, in one transaction; the
+        number of events appended (besides the record). :class:`Clash` when the store
+        refused it for a clash the command may be run again for."""
+        changed = self.changed()
+        if not changed and not (self.intent is not None and self._recorded
+                                and self.intent.given):
+            return 0  # a no-op; recorded only when the caller chose the id (it may retry)
+        count = sum(len(a.pending_events) for a in changed)
+        self.written = [a.uuid for a in changed if isinstance(a, Provider)]
+        record = self._record(changed, count) if self._recorded else []
+        try:
+            self._store.save(*record, *changed)
+        except IntegrityError as err:
+            self._explain_clash(err)
+        except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
+            raise StoreUnusable(f"the store refused the append: {err}") from err
+        self.appended = count
+        self._store.remember(p for p in changed if isinstance(p, Provider))
+        return count
+
+    def _record(self, changed: list[Aggregate], count: int) -> list[Command]:
+        """The command's record, first in its append (see :mod:`.command_ids`)."""
+        it = self.intent
+        if it is None:
+            return []
+        written = {str(a.id): a.version for a in changed}
+        read = {str(a.id): a.version for a in (*self._providers.values(),
+                                                  *self._consumers.values())
+                if a is not None and str(a.id) not in written}
+        it.sent = True
+        return [Command.record(it.command_id, it.name, it.fingerprint, written, read, count,
+                               it.meta)]
+
+    def _explain_clash(self, err: IntegrityError) -> None:
+        if self.intent is not None and self._recorded:  # already applied (a retry, a resend)?
+            found = recorded(self._store, self.intent.command_id)
+            if found is not None:
+                raise AlreadyRecorded(found) from err
+        for uuid, (version, named, generation) in self._loaded.items():
+            if uuid in self._assumed_absent:
+                continue
+            if self._store.stream_version(consumer_stream_id(uuid)) != version:
+                current = self._store.get(consumer_stream_id(uuid), short=True)
+                current = current if isinstance(current, Consumer) else None
+                if current is not None and current.named_writes == named:
+                    continue  # only context events: no write named it
+                raise ConsumerGenerationConflict(
+                    uuid, generation, current.generation if current is not None else None
+                ) from err
+        if self._assumed_absent:  # perhaps a consumer taken as new exists: read it, decide again
+            raise Clash from err
+        for uuid, expected in self._expected_providers.items():
+            actual = self._store.stream_version(provider_stream_id(uuid)) or 0
+            if actual != expected:
+                raise ProviderGenerationConflict(uuid, expected, actual) from err
+        raise Clash from err

@@ -7,9 +7,13 @@ at all, and an event at or below a projection's stored position is never applied
 
 A batch only ever ends where a command ended, so no projection ever shows half a command.
 The ledger records each command in one transaction, so an end is certain where the ledger's
-head was (the last event recorded when it was read) or where the ``request`` stamped on
-every event of a command changes (each command stamps a fresh ``command_id`` into it).
-Batches grow past ``batch_size`` until such an end.
+head was (the last event recorded when it was read), and wherever the audit's
+:class:`~allocation_ledger.adapters.command_ends.CommandSplitter` sees one: the ``request``
+stamped on every event of a command changes (each command stamps a fresh ``command_id``
+into it), or the order of the streams proves a new append began (ledgers written before
+command ids, or by a bulk loader, share one ``request`` across many commands). Batches grow
+past ``batch_size`` until such an end; without the second kind a ledger of one shared
+``request`` was a single batch, held in memory whole until its end.
 
 On PostgreSQL a batch is written by a thread of its own while the runner applies the events
 of the next one (one batch in flight at most; a failed write makes the runner start again
@@ -32,6 +36,7 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.adapters.notifications import chain_hash
 from allocation_ledger.domain.errors import ReadModelsDiverged
 from allocation_ledger.projections import reading, tracking
@@ -134,7 +139,7 @@ class Runner:
         self._hashes: dict[int, bytes | None] = {}  # chain hashes of events read, by position
         self._seen = 0
         self._pending = 0
-        self._last_request: object = None
+        self._commands = CommandSplitter()  # where the events' commands certainly end
         self._stop = threading.Event()  # the caller's, during a run
         self.events_applied = 0
         self.rows_written = 0
@@ -280,8 +285,8 @@ class Runner:
         for position, event in events:
             if self._stop.is_set() and not self._pending:
                 return  # stopped, and everything applied so far is committed
-            request = getattr(event, "request", None)
-            if self._pending >= self.batch_size and request != self._last_request:
+            opens_command = self._commands.opens_command(event)  # sees every event
+            if self._pending >= self.batch_size and opens_command:
                 self._commit(wait=False)
             kind = type(event)
             if kind not in steps:  # the handlers of each type, looked up once per page
@@ -290,7 +295,7 @@ class Runner:
             for handler, rows, since in steps[kind]:
                 if position > since:
                     handler(event, rows)
-            self._seen, self._last_request = position, request
+            self._seen = position
             self._pending += 1
             self.events_applied += 1
         if at_head and self._pending:
@@ -394,4 +399,4 @@ class Runner:
         }
         self._seen = min(self._positions.values(), default=0)
         self._pending = 0
-        self._last_request = None
+        self._commands = CommandSplitter()

@@ -14,12 +14,19 @@ over that table, so ``wait()`` (read your own writes) is the library's.
 from __future__ import annotations
 
 from eventsourcing.persistence import Tracking, TrackingRecorder
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.store import upsert_dialect
 
 _t = tables.tracking.c
+#: Built once, run with its values (a statement built per batch left a reference cycle
+#: behind, which a catch-up, with the collector paused, kept until its end).
+_ADVANCE = (
+    update(tables.tracking)
+    .where(_t.projection == bindparam("name"), _t.notification_id == bindparam("old"))
+    .values(notification_id=bindparam("new"), chain_hash=bindparam("hashed"))
+)
 
 
 def ensure(engine: Engine, projection: str, application_name: str) -> None:
@@ -48,11 +55,8 @@ def advance(conn: Connection, projection: str, old: int, new: int,
     (PostgreSQL) or the database's write lock (SQLite), so a racing runner waits, then sees
     the position it expected gone.
     """
-    result = conn.execute(
-        update(tables.tracking)
-        .where(_t.projection == projection, _t.notification_id == old)
-        .values(notification_id=new, chain_hash=chain_hash)
-    )
+    result = conn.execute(_ADVANCE, {"name": projection, "old": old, "new": new,
+                                     "hashed": chain_hash})
     return result.rowcount == 1
 
 

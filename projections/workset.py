@@ -22,7 +22,7 @@ from itertools import islice
 from typing import Any, TypeVar
 from uuid import UUID
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Connection, Delete, Select, Table, bindparam, delete, select
 
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.store import insert_rows
@@ -33,6 +33,23 @@ T = TypeVar("T")
 CHUNK = 500
 
 
+def _in_keys(column: Any) -> Any:
+    """``column IN (:keys)``, the keys given when the statement runs.
+
+    Every statement here is built once and run with its values as parameters: one built
+    per call leaves a reference cycle (SQLAlchemy's bound parameters) that holds its values,
+    the keys of a whole chunk, and a catch-up pauses the collector that would free it, so
+    a rebuild's memory grew with every page it read and every batch it wrote.
+    """
+    return column.in_(bindparam("keys", expanding=True))
+
+
+_STREAM_NAMES = select(tables.streams.c.stream_id, tables.streams.c.uuid).where(
+    tables.streams.c.projection == bindparam("projection"),
+    _in_keys(tables.streams.c.stream_id),
+)
+
+
 @dataclass(frozen=True)
 class GroupTable:
     """A read model table and the column that groups its rows."""
@@ -40,9 +57,14 @@ class GroupTable:
     table: Table
     group_column: str
     name: str = field(init=False)  # the table's (a plain attribute: handlers read it a lot)
+    select_groups: Select[Any] = field(init=False, repr=False, compare=False)
+    delete_groups: Delete = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        column = self.table.c[self.group_column]
         object.__setattr__(self, "name", self.table.name)
+        object.__setattr__(self, "select_groups", select(self.table).where(_in_keys(column)))
+        object.__setattr__(self, "delete_groups", delete(self.table).where(_in_keys(column)))
 
 
 class Workset:
@@ -108,20 +130,16 @@ class Workset:
             return
         wanted = {s.int for s in stream_ids}
         for chunk in _chunks(sorted(f"{s:032x}" for s in wanted - self._names.keys())):
-            found = conn.execute(select(tables.streams.c.stream_id, tables.streams.c.uuid).where(
-                tables.streams.c.projection == self.projection,
-                tables.streams.c.stream_id.in_(chunk),
-            ))
+            found = conn.execute(_STREAM_NAMES, {"projection": self.projection, "keys": chunk})
             self._names.update({int(row.stream_id, 16): row.uuid for row in found})
         keys = sorted({self._names[s] for s in wanted if s in self._names})
         for group in self.groups:
             self._load(conn, group, [k for k in keys if (group.name, k) not in self._rows])
 
     def _load(self, conn: Connection, group: GroupTable, keys: list[str]) -> None:
-        column = group.table.c[group.group_column]
         for chunk in _chunks(keys):
             found: dict[str, list[Row]] = defaultdict(list)
-            for row in conn.execute(select(group.table).where(column.in_(chunk))).mappings():
+            for row in conn.execute(group.select_groups, {"keys": chunk}).mappings():
                 found[row[group.group_column]].append(dict(row))
             for key in chunk:
                 self._rows[(group.name, key)] = tuple(found.get(key, ()))
@@ -197,9 +215,8 @@ class Changes:
             ])
             written += len(self.names)
         for group, stale, rows in self.groups:
-            column = group.table.c[group.group_column]
             for chunk in _chunks(stale):
-                conn.execute(delete(group.table).where(column.in_(chunk)))
+                conn.execute(group.delete_groups, {"keys": chunk})
             if rows:
                 insert_rows(conn, group.table, rows)
             written += len(rows)

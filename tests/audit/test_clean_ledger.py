@@ -8,14 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import audit
-from allocation_ledger.audit.commands import CommandSplitter
 from allocation_ledger.audit.ledger_events import entries
 from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.provider import Provider
 from benchmarks.random_ledger import populate
 from tests.builders import a_host, new_id
 
@@ -70,7 +71,7 @@ def test_replay_rebuilds_every_stream_exactly_as_the_store_loads_it(
         assert fingerprint(aggregate) == fingerprint(ledger.store.repository.get(stream))
 
 
-def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing(
+def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing_and_commands(
     long_ledger: tuple[Ledger, set[int]],
 ) -> None:
     ledger, _ = long_ledger
@@ -78,8 +79,8 @@ def test_replay_keeps_the_state_and_lets_go_of_consumers_that_hold_nothing(
     kept = replay(ledger.store)
 
     held = {stream for stream, a in everything.aggregates.items()
-            if not isinstance(a, Consumer) or a.allocations or a.devices
-            or (isinstance(a, Migration) and a.in_flight)}
+            if isinstance(a, Provider) or (isinstance(a, Consumer) and (
+                a.allocations or a.devices or (isinstance(a, Migration) and a.in_flight)))}
     assert set(kept.aggregates) == held < set(everything.aggregates)
     for stream in held:  # consumers let go and read back later replay the same
         assert fingerprint(kept.aggregates[stream]) == fingerprint(

@@ -1,4 +1,4 @@
-"""Where the audit sees one command end and the next begin (see ``audit.commands``)."""
+"""Where a replay sees one command end and the next begin (see ``adapters.command_ends``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from allocation_ledger.audit.commands import CommandSplitter
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 

@@ -8,6 +8,7 @@ listing tells the whole move.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,9 @@ from allocation_ledger.domain.errors import MigrationNotFound, NotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
 
+#: How many streams' names the ledger export keeps (a stream named again after that many
+#: others has its first event read again).
+MAX_NAMES = 50_000
 HIDDEN = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic",
                     "request"})
 
@@ -131,7 +135,7 @@ def ledger_records(store: EventStore, start: int = 1,
                    stop: int | None = None) -> Iterator[dict[str, Any]]:
     """The ledger from ``start`` to ``stop`` (inclusive) as plain records: position, stream,
     what it is (provider or consumer, and its uuid), event, time, request and payload."""
-    names: dict[UUID, tuple[str, str]] = {}
+    names: OrderedDict[UUID, tuple[str, str]] = OrderedDict()  # the streams seen lately
     for entry in entries(store, start, stop):
         record: dict[str, Any] = {"position": entry.position, "stream": str(entry.stream),
                                   "version": entry.version}
@@ -139,13 +143,28 @@ def ledger_records(store: EventStore, start: int = 1,
             yield {**record, "topic": entry.topic, "error": entry.error}
             continue
         event = entry.event
-        kind, uuid = names.get(entry.stream) or _name(store, entry.stream, event)
-        names[entry.stream] = (kind, uuid)
+        kind, uuid = _named(names, store, entry.stream, event)
         request = dict(event.request)
         yield {**record, kind: uuid, "event": type(event).__qualname__,
                "time": event.timestamp.isoformat(), "actor": request.get("actor"),
                "request_id": request.get("request_id"), "reason": request.get("reason"),
                "data": {k: v for k, v in vars(event).items() if k not in HIDDEN}}
+
+
+def _named(names: OrderedDict[UUID, tuple[str, str]], store: EventStore, stream: UUID,
+           event: Any) -> tuple[str, str]:
+    """Whose ``stream`` is, from ``names`` (the streams named most lately, at most
+    ``MAX_NAMES``: a ledger's past is mostly streams never named again, so remembering
+    every one would make the export's memory grow with the ledger) or else its first
+    event."""
+    found = names.get(stream)
+    if found is not None:
+        names.move_to_end(stream)
+        return found
+    found = names[stream] = _name(store, stream, event)
+    if len(names) > MAX_NAMES:
+        names.popitem(last=False)
+    return found
 
 
 def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from eventsourcing.utils import TopicError
 
 from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore, project
+from allocation_ledger.adapters.positions import position_of
 from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.audit.ledger_events import (
@@ -87,11 +88,15 @@ def replay(store: EventStore, stop: int | None = None,
     return state
 
 
-def reviver(store: EventStore) -> Callable[[UUID, int], Any]:
-    """Reads a stream's aggregate back from its events before a version (``None`` when it
-    has none, or they cannot be read: the replay then reports the event it was asked for)."""
+def reviver(store: EventStore) -> Callable[[UUID, int, int], Any]:
+    """Reads a stream's aggregate back from its events before a version, if the store holds
+    its creation before a position (``None`` when it does not, or they cannot be read: the
+    replay then reports the event it was asked for)."""
 
-    def revive(stream: UUID, version: int) -> Any:
+    def revive(stream: UUID, version: int, position: int) -> Any:
+        created = position_of(store.recorder, stream, 1)
+        if created is None or created >= position:
+            return None
         try:
             return project(None, store.events.get(stream, lte=version - 1))
         except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError,

@@ -2,8 +2,9 @@
 
 :class:`Auditor` applies one event at a time to a :class:`LedgerState`, runs the per-event
 checks at once, and notes which (provider, class) pairs the event touched; when a command
-ends (see :mod:`commands`) it checks those pairs. A problem is reported where it appears and
-not again while it stays the same; if it is mended and reappears it is reported again.
+ends (see :mod:`~allocation_ledger.adapters.command_ends`) it checks those pairs. A problem
+is reported where it appears and not again while it stays the same; if it is mended and
+reappears it is reported again.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import checks
 from allocation_ledger.audit import findings as f
-from allocation_ledger.audit.commands import CommandSplitter
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
 from allocation_ledger.audit.ledger_events import Entry

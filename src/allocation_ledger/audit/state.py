@@ -8,9 +8,12 @@ and replay goes on, so one bad record never hides the rest.
 
 Memory holds the state, not the history: given a way to ``revive`` a stream from the store,
 a consumer that holds nothing and is not a migration in flight is let go once its event
-has been checked (:meth:`LedgerState.settle`), and read back from its own stream if a later
-event names it. A cloud's history is mostly instances that came and went; without this the
-replay would keep every one of them.
+has been checked (:meth:`LedgerState.settle`), and so is a command record (a stream of one
+event); either is read back from its own stream if a later event names it. A cloud's
+history is mostly instances that came and went, and a record of every command; without
+this the replay would keep every one of them. Nor does it remember which streams it let
+go: ``revive`` reads a stream back only where the store holds its creation before the
+event that names it (so an event before its stream's creation is still reported).
 """
 
 from __future__ import annotations
@@ -43,12 +46,11 @@ class LedgerState:
     created_at: dict[UUID, int] = field(default_factory=dict)
     position: int = 0
     time: datetime | None = None
-    #: the aggregate of a stream from its events before a version (``None`` if it has
-    #: none); given, emptied consumers are let go and read back when named again
-    revive: Callable[[UUID, int], Aggregate | None] | None = None
-    #: the consumers let go (only these are read back: a stream the replay never saw
-    #: created is reported, never revived from a store that may have lost its creation)
-    let_go: set[UUID] = field(default_factory=set)
+    #: the aggregate of a stream from its events before a version, if the store holds its
+    #: creation before a position (else ``None``: a stream the replay cannot have seen
+    #: created is reported, never revived); given, emptied consumers and command records
+    #: are let go and read back when named again
+    revive: Callable[[UUID, int, int], Aggregate | None] | None = None
 
     def apply(self, position: int, event: Any) -> str | None:
         """Apply one event; a sentence describing what did not fit, else ``None``."""
@@ -57,9 +59,9 @@ class LedgerState:
         stream: UUID = event.originator_id
         aggregate = self.aggregates.get(stream)
         try:
-            if aggregate is None and stream in self.let_go and not isinstance(
+            if aggregate is None and self.revive is not None and not isinstance(
                     event, Aggregate.Created):
-                aggregate = self._revived(stream, event.originator_version)
+                aggregate = self._revived(stream, event.originator_version, position)
             if aggregate is None:
                 if not isinstance(event, Aggregate.Created):
                     return (f"event version {event.originator_version} of stream {stream} "
@@ -80,26 +82,27 @@ class LedgerState:
         return None
 
     def settle(self, stream: UUID) -> None:
-        """Let go of ``stream`` if it is a consumer that holds nothing and is no migration
-        in flight (only when streams can be revived)."""
-        consumer = self.aggregates.get(stream)
-        if self.revive is None or not isinstance(consumer, Consumer):
+        """Let go of ``stream`` if it is a command record, or a consumer that holds nothing
+        and is no migration in flight (only when streams can be revived)."""
+        aggregate = self.aggregates.get(stream)
+        if self.revive is None or not isinstance(aggregate, Consumer | Command):
             return
-        if consumer.allocations or consumer.devices or (
-                isinstance(consumer, Migration) and consumer.in_flight):
+        if isinstance(aggregate, Consumer) and (aggregate.allocations or aggregate.devices or (
+                isinstance(aggregate, Migration) and aggregate.in_flight)):
             return
         del self.aggregates[stream]
-        self.let_go.add(stream)
-        self.consumers.pop(consumer.uuid, None)
+        if isinstance(aggregate, Consumer):
+            self.consumers.pop(aggregate.uuid, None)
         self.created_at.pop(stream, None)
 
-    def _revived(self, stream: UUID, version: int) -> Aggregate | None:
-        """A consumer let go, read back from its events before ``version``."""
+    def _revived(self, stream: UUID, version: int, position: int) -> Aggregate | None:
+        """A stream let go, read back from its events before ``version`` (``None`` unless
+        the store holds its creation before ``position``)."""
         assert self.revive is not None
-        aggregate = self.revive(stream, version)
-        if isinstance(aggregate, Consumer):
-            self.let_go.discard(stream)
+        aggregate = self.revive(stream, version, position)
+        if isinstance(aggregate, Consumer | Command):
             self.aggregates[stream] = aggregate
+        if isinstance(aggregate, Consumer):
             self.consumers[aggregate.uuid] = aggregate
         return aggregate
 

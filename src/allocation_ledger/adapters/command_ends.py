@@ -1,4 +1,7 @@
-"""Where one command's events end and the next command's begin.
+"""Where one command's events end and the next command's begin, in a replay of the ledger.
+
+The audit checks the invariants there; the projections end their batches there. (It sits
+with the other replay helpers, beside ``decoding``, so both can use it.)
 
 The store does not record transactions, but the way the service appends makes some
 boundaries certain. One command's events are consecutive and share one ``request``

@@ -30,8 +30,8 @@ from sqlalchemy.pool import StaticPool
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.readmodels import ReadModels
+from allocation_ledger.projections.row_groups import GroupTable, RowGroups
 from allocation_ledger.projections.store import create_tables, insert_rows, relax_durability
-from allocation_ledger.projections.workset import GroupTable, Workset
 
 Batches = list[list[tuple[Table, list[dict[str, Any]]]]]
 
@@ -113,9 +113,9 @@ def captured_rows(store: EventStore, batch_size: int) -> tuple[Batches, Batches]
     create_tables(scratch)
     batches: Batches = [[]]
     changed: list[tuple[Table, dict[str, Any]]] = []
-    put = Workset.put
+    put = RowGroups.put
 
-    def put_noting_changes(rows: Workset, group: GroupTable, key: str,
+    def put_noting_changes(rows: RowGroups, group: GroupTable, key: str,
                            new: Iterable[dict[str, Any]]) -> None:
         new, old = tuple(new), rows.rows(group, key)
         changed.extend((group.table, row) for row in new if row not in old)
@@ -133,7 +133,7 @@ def captured_rows(store: EventStore, batch_size: int) -> tuple[Batches, Batches]
         if batches[-1]:
             batches.append([])
 
-    with patch.object(Workset, "put", put_noting_changes):
+    with patch.object(RowGroups, "put", put_noting_changes):
         ReadModels(store, scratch).rebuild(batch_size=batch_size)
     scratch.dispose()
     written = [b for b in batches if b and any(t.name != tables.tracking.name for t, _ in b)]

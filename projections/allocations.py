@@ -20,19 +20,19 @@ from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.values import Allocations
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.projection import Projection
-from allocation_ledger.projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections.row_groups import GroupTable, Row, RowGroups
 
 CONSUMERS = GroupTable(tables.consumers, "consumer_uuid")
 ALLOCATIONS = GroupTable(tables.allocations, "consumer_uuid")
 
 
 @singledispatch
-def handle(event: object, rows: Workset) -> None:
+def handle(event: object, rows: RowGroups) -> None:
     """Events that say nothing about consumers change nothing."""
 
 
 @handle.register(Consumer.Created)
-def _created(event: Consumer.Created, rows: Workset) -> None:
+def _created(event: Consumer.Created, rows: RowGroups) -> None:
     rows.name_stream(event.originator_id, event.consumer_uuid)
     consumer = {
         "consumer_uuid": event.consumer_uuid,
@@ -44,19 +44,19 @@ def _created(event: Consumer.Created, rows: Workset) -> None:
 
 
 @handle.register(Consumer.AllocationsSet)
-def _allocations_set(event: Consumer.AllocationsSet, rows: Workset) -> None:
+def _allocations_set(event: Consumer.AllocationsSet, rows: RowGroups) -> None:
     _hold(rows, _consumer(rows, event), event.originator_version, event.allocations)
 
 
 @handle.register(Consumer.AllocationsClaimed)
-def _claimed(event: Consumer.AllocationsClaimed, rows: Workset) -> None:
+def _claimed(event: Consumer.AllocationsClaimed, rows: RowGroups) -> None:
     consumer = {**_consumer(rows, event), "consumer_type": event.consumer_type,
                 "project_id": event.project_id, "user_id": event.user_id}
     _hold(rows, consumer, event.originator_version, event.allocations)
 
 
 @handle.register(Migration.ContextEvent)
-def _context(event: Migration.ContextEvent, rows: Workset) -> None:
+def _context(event: Migration.ContextEvent, rows: RowGroups) -> None:
     """The stream moves on; the holding and the generation stay."""
     consumer = _consumer(rows, event)
     uuid = consumer["consumer_uuid"]
@@ -64,7 +64,7 @@ def _context(event: Migration.ContextEvent, rows: Workset) -> None:
 
 
 @handle.register(Consumer.Event)
-def _other(event: Consumer.Event, rows: Workset) -> None:
+def _other(event: Consumer.Event, rows: RowGroups) -> None:
     consumer = _consumer(rows, event)
     held: Allocations = {}
     for r in rows.rows(ALLOCATIONS, consumer["consumer_uuid"]):
@@ -72,12 +72,12 @@ def _other(event: Consumer.Event, rows: Workset) -> None:
     _hold(rows, consumer, event.originator_version, held)
 
 
-def _consumer(rows: Workset, event: Consumer.Event) -> Row:
+def _consumer(rows: RowGroups, event: Consumer.Event) -> Row:
     (consumer,) = rows.rows(CONSUMERS, rows.name(event.originator_id))
     return consumer
 
 
-def _hold(rows: Workset, consumer: Row, version: int, allocations: Allocations) -> None:
+def _hold(rows: RowGroups, consumer: Row, version: int, allocations: Allocations) -> None:
     """Give the consumer this holding at this stream version."""
     uuid = consumer["consumer_uuid"]
     held = [(rp, rc, n) for rp, by_rc in sorted(allocations.items())

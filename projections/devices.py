@@ -13,23 +13,23 @@ from functools import singledispatch
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.projection import Projection
-from allocation_ledger.projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections.row_groups import GroupTable, Row, RowGroups
 
 HOLDERS = GroupTable(tables.device_holders, "provider_uuid")
 
 
 @singledispatch
-def handle(event: object, rows: Workset) -> None:
+def handle(event: object, rows: RowGroups) -> None:
     """Events that say nothing about devices change nothing."""
 
 
 @handle.register(Provider.Registered)
-def _registered(event: Provider.Registered, rows: Workset) -> None:
+def _registered(event: Provider.Registered, rows: RowGroups) -> None:
     rows.name_stream(event.originator_id, event.provider_uuid)
 
 
 @handle.register(Provider.DevicesSet)
-def _devices_set(event: Provider.DevicesSet, rows: Workset) -> None:
+def _devices_set(event: Provider.DevicesSet, rows: RowGroups) -> None:
     uuid = rows.name(event.originator_id)
     rc = event.resource_class
     current = rows.rows(HOLDERS, uuid)
@@ -41,7 +41,7 @@ def _devices_set(event: Provider.DevicesSet, rows: Workset) -> None:
 
 
 @handle.register(Provider.AllocationsChanged)
-def _allocations_changed(event: Provider.AllocationsChanged, rows: Workset) -> None:
+def _allocations_changed(event: Provider.AllocationsChanged, rows: RowGroups) -> None:
     if not event.holds:
         return
     uuid = rows.name(event.originator_id)
@@ -53,7 +53,7 @@ def _allocations_changed(event: Provider.AllocationsChanged, rows: Workset) -> N
 
 
 @handle.register(Provider.Deleted)
-def _deleted(event: Provider.Deleted, rows: Workset) -> None:
+def _deleted(event: Provider.Deleted, rows: RowGroups) -> None:
     rows.put(HOLDERS, rows.name(event.originator_id), [])
 
 

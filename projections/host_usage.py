@@ -17,19 +17,19 @@ from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.projection import Projection
-from allocation_ledger.projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections.row_groups import GroupTable, Row, RowGroups
 
 PROVIDERS = GroupTable(tables.providers, "provider_uuid")
 USAGE = GroupTable(tables.host_usage, "provider_uuid")
 
 
 @singledispatch
-def handle(event: object, rows: Workset) -> None:
+def handle(event: object, rows: RowGroups) -> None:
     """Events that say nothing about hosts change nothing."""
 
 
 @handle.register(Provider.Registered)
-def _registered(event: Provider.Registered, rows: Workset) -> None:
+def _registered(event: Provider.Registered, rows: RowGroups) -> None:
     rows.name_stream(event.originator_id, event.provider_uuid)
     rows.put(PROVIDERS, event.provider_uuid, [{
         "provider_uuid": event.provider_uuid,
@@ -42,11 +42,11 @@ def _registered(event: Provider.Registered, rows: Workset) -> None:
 
 
 @handle.register(Provider.Event)
-def _other(event: Provider.Event, rows: Workset) -> None:
+def _other(event: Provider.Event, rows: RowGroups) -> None:
     _advanced(event, rows)
 
 
-def _advanced(event: Provider.Event, rows: Workset) -> Row:
+def _advanced(event: Provider.Event, rows: RowGroups) -> Row:
     """Every provider event advances its generation (children attached or detached too)."""
     uuid = rows.name(event.originator_id)
     (provider,) = rows.rows(PROVIDERS, uuid)
@@ -56,13 +56,13 @@ def _advanced(event: Provider.Event, rows: Workset) -> Row:
 
 
 @handle.register(Provider.Renamed)
-def _renamed(event: Provider.Renamed, rows: Workset) -> None:
+def _renamed(event: Provider.Renamed, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     rows.put(PROVIDERS, provider["provider_uuid"], [{**provider, "name": event.name}])
 
 
 @handle.register(Provider.InventoriesSet)
-def _inventories_set(event: Provider.InventoriesSet, rows: Workset) -> None:
+def _inventories_set(event: Provider.InventoriesSet, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     used = _used(rows, provider)
     rows.put(USAGE, provider["provider_uuid"], [
@@ -72,7 +72,7 @@ def _inventories_set(event: Provider.InventoriesSet, rows: Workset) -> None:
 
 
 @handle.register(Provider.DevicesSet)
-def _devices_set(event: Provider.DevicesSet, rows: Workset) -> None:
+def _devices_set(event: Provider.DevicesSet, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     by_class = {r["resource_class"]: r for r in rows.rows(USAGE, provider["provider_uuid"])}
     rc = event.resource_class
@@ -85,7 +85,7 @@ def _devices_set(event: Provider.DevicesSet, rows: Workset) -> None:
 
 
 @handle.register(Provider.AllocationsChanged)
-def _allocations_changed(event: Provider.AllocationsChanged, rows: Workset) -> None:
+def _allocations_changed(event: Provider.AllocationsChanged, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     if not event.usages:
         return
@@ -98,7 +98,7 @@ def _allocations_changed(event: Provider.AllocationsChanged, rows: Workset) -> N
 
 
 @handle.register(Provider.Deleted)
-def _deleted(event: Provider.Deleted, rows: Workset) -> None:
+def _deleted(event: Provider.Deleted, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     rows.put(PROVIDERS, provider["provider_uuid"], [{**provider, "deleted": True}])
     rows.put(USAGE, provider["provider_uuid"], [])
@@ -127,7 +127,7 @@ def _with_used(row: Row, used: int) -> Row:
             "over_capacity": rules.over_capacity(capacity, used)}
 
 
-def _used(rows: Workset, provider: Row) -> dict[str, int]:
+def _used(rows: RowGroups, provider: Row) -> dict[str, int]:
     return {r["resource_class"]: r["used"] for r in rows.rows(USAGE, provider["provider_uuid"])}
 
 

@@ -16,19 +16,19 @@ from allocation_ledger.domain.migration import IN_PROGRESS, Migration
 from allocation_ledger.domain.values import Devices
 from allocation_ledger.projections import tables
 from allocation_ledger.projections.projection import Projection
-from allocation_ledger.projections.workset import GroupTable, Row, Workset
+from allocation_ledger.projections.row_groups import GroupTable, Row, RowGroups
 
 MIGRATIONS = GroupTable(tables.migrations, "migration_uuid")
 MOVING_DEVICES = GroupTable(tables.migration_devices, "migration_uuid")
 
 
 @singledispatch
-def handle(event: object, rows: Workset) -> None:
+def handle(event: object, rows: RowGroups) -> None:
     """Events that say nothing about migrations change nothing."""
 
 
 @handle.register(Migration.Started)
-def _started(event: Migration.Started, rows: Workset) -> None:
+def _started(event: Migration.Started, rows: RowGroups) -> None:
     uuid = event.consumer_uuid
     rows.name_stream(event.originator_id, uuid)
     migration = {
@@ -51,7 +51,7 @@ def _started(event: Migration.Started, rows: Workset) -> None:
 
 
 @handle.register(Migration.DestinationClaimed)
-def _destination_claimed(event: Migration.DestinationClaimed, rows: Workset) -> None:
+def _destination_claimed(event: Migration.DestinationClaimed, rows: RowGroups) -> None:
     uuid = rows.name(event.originator_id)
     (migration,) = rows.rows(MIGRATIONS, uuid)
     migration = {**migration, "destination_root": event.destination_root,
@@ -62,7 +62,7 @@ def _destination_claimed(event: Migration.DestinationClaimed, rows: Workset) -> 
 
 
 @handle.register(Migration.DestinationRemoved)
-def _destination_removed(event: Migration.DestinationRemoved, rows: Workset) -> None:
+def _destination_removed(event: Migration.DestinationRemoved, rows: RowGroups) -> None:
     uuid = rows.name(event.originator_id)
     (migration,) = rows.rows(MIGRATIONS, uuid)
     rows.put(MIGRATIONS, uuid, [{**migration, "destination_root": None,
@@ -72,7 +72,7 @@ def _destination_removed(event: Migration.DestinationRemoved, rows: Workset) -> 
 
 
 @handle.register(Migration.Resolved)
-def _resolved(event: Migration.Resolved, rows: Workset) -> None:
+def _resolved(event: Migration.Resolved, rows: RowGroups) -> None:
     uuid = rows.name(event.originator_id)
     (migration,) = rows.rows(MIGRATIONS, uuid)
     rows.put(MIGRATIONS, uuid, [{**migration, "status": event.status,

@@ -1,7 +1,7 @@
 """What a projection is: a name, the tables it owns, and one handler per event type.
 
 Handlers are ``functools.singledispatch`` functions of ``(event, rows)``: they read the
-groups of their event's stream from the :class:`~.workset.Workset` and put back
+groups of their event's stream from the :class:`~.row_groups.RowGroups` and put back
 new ones, and do nothing else, so replaying the same events always writes the same rows.
 Events a projection has no handler for fall to the base function and change nothing.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from allocation_ledger.projections.workset import GroupTable, Workset
+from allocation_ledger.projections.row_groups import GroupTable, RowGroups
 
 
 class Handler(Protocol):
@@ -36,7 +36,7 @@ class Projection:
     _found: dict[type, Callable[..., None] | None] = field(
         default_factory=dict, compare=False, repr=False)
 
-    def handler_for(self, event: object) -> Callable[[Any, Workset], None] | None:
+    def handler_for(self, event: object) -> Callable[[Any, RowGroups], None] | None:
         """The handler of this type of event (``None``: the projection ignores it).
 
         The dispatch is looked up once per type: a catch-up calls it for every event.

@@ -44,8 +44,8 @@ from allocation_ledger.projections.binding import binding_problem
 from allocation_ledger.projections.feed import Feed
 from allocation_ledger.projections.projection import Projection
 from allocation_ledger.projections.reading import Event
+from allocation_ledger.projections.row_groups import Changes, RowGroups
 from allocation_ledger.projections.store import relax_durability
-from allocation_ledger.projections.workset import Changes, Workset
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class Runner:
         self.pause_gc = pause_gc
         self._head = 0
         self._positions: dict[str, int] = {}
-        self._worksets: dict[str, Workset] = {}
+        self._row_groups: dict[str, RowGroups] = {}
         self._hashes: dict[int, bytes | None] = {}  # chain hashes of events read, by position
         self._seen = 0
         self._pending = 0
@@ -274,14 +274,14 @@ class Runner:
     def _process(self, page: Sequence[Event], *, at_head: bool) -> None:
         """Apply the events after ``_seen`` (the next ones); commit at command ends."""
         events = [(position, event) for position, event in page if position > self._seen]
-        for rows in self._worksets.values():
+        for rows in self._row_groups.values():
             rows.trim(self.max_cached_groups)
         self._prefetch(events)
         # Positions only move up to ``_seen`` while this runs, so they stay below the
         # events to come (a refused commit raises and ends it).
-        targets = [(p, self._worksets[p.name], self._positions[p.name])
+        targets = [(p, self._row_groups[p.name], self._positions[p.name])
                    for p in self.projections]
-        steps: dict[type, list[tuple[Callable[[Any, Workset], None], Workset, int]]] = {}
+        steps: dict[type, list[tuple[Callable[[Any, RowGroups], None], RowGroups, int]]] = {}
         for position, event in events:
             if self._stop.is_set() and not self._pending:
                 return  # stopped, and everything applied so far is committed
@@ -305,14 +305,14 @@ class Runner:
         wanted = {
             p.name: [e.originator_id for n, e in events
                      if n > self._positions[p.name] and p.handles(e)]
-            for p in self.projections if not self._worksets[p.name].complete
+            for p in self.projections if not self._row_groups[p.name].complete
         }
-        if not any(self._worksets[name].needs_read(ids) for name, ids in wanted.items()):
+        if not any(self._row_groups[name].needs_read(ids) for name, ids in wanted.items()):
             return
         self._drain()  # what it reads must include the batch in flight
         with self.engine.connect() as conn:
             for name, stream_ids in wanted.items():
-                self._worksets[name].prefetch(conn, stream_ids)
+                self._row_groups[name].prefetch(conn, stream_ids)
 
     def _commit(self, *, wait: bool = True) -> None:
         """End the batch at ``_seen``: hand every projection's changes and new position to
@@ -321,7 +321,7 @@ class Runner:
         self._drain()
         moved = [p.name for p in self.projections if self._seen > self._positions[p.name]]
         batch = Batch(self._seen, max(self._head, self._seen),
-                      [(name, self._positions[name], self._worksets[name].take())
+                      [(name, self._positions[name], self._row_groups[name].take())
                        for name in moved], self._chain_hash(self._seen) if moved else None)
         for name in moved:
             self._positions[name] = self._seen
@@ -393,8 +393,8 @@ class Runner:
             wait([self._writing[1]])
             self._writing = None
         self._positions = bound_positions(self.store, self.engine, self.projections)
-        self._worksets = {
-            p.name: Workset(p.name, p.groups, complete=self._positions[p.name] == 0)
+        self._row_groups = {
+            p.name: RowGroups(p.name, p.groups, complete=self._positions[p.name] == 0)
             for p in self.projections
         }
         self._seen = min(self._positions.values(), default=0)

@@ -1,9 +1,9 @@
-"""A projection's working set: the rows it has read or changed, written back in batches.
+"""A projection's row groups: the rows it has read or changed, written back in batches.
 
 Every read model table is read and written in *groups*: all the rows that share the value of
 one column, the provider, consumer or migration they describe. A handler reads the group of
 its event's stream, computes the group's new rows and puts them back; nothing reaches the
-database until the runner takes the changes (:meth:`Workset.take`, :class:`Changes`) and
+database until the runner takes the changes (:meth:`RowGroups.take`, :class:`Changes`) and
 writes them with the projection's new position in one transaction. A group is replaced whole
 (delete, then insert), so a batch of thousands of events costs one delete and one insert per
 group it touched, however many events it held.
@@ -67,7 +67,7 @@ class GroupTable:
         object.__setattr__(self, "delete_groups", delete(self.table).where(_in_keys(column)))
 
 
-class Workset:
+class RowGroups:
     """The rows of one projection's tables that it has loaded or changed, by group.
 
     ``complete`` says the cache holds everything the database holds (a projection rebuilt

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from allocation_ledger.application.policy import WritePolicy
+from allocation_ledger.domain.errors import InvalidRequest
 
 HOST, OTHER = "host-a", "host-b"
 
@@ -59,3 +60,13 @@ def test_no_pause_after_an_attempt_that_trusted_the_cache() -> None:
     assert {WritePolicy().pause(1) for _ in range(50)} == {0.0}
     fresh = WritePolicy(cached_first_attempt=False, pause_unit=0.001)
     assert max(fresh.pause(1) for _ in range(50)) > 0.0  # a first attempt that read fresh
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("max_attempts", 0), ("max_attempts", 2.5), ("max_attempts", True), ("remembered", 0),
+    ("max_doublings", -1), ("pause_unit", -0.001), ("pause_unit", float("nan")),
+    ("contended_for", float("inf")), ("contended_for", "2"),
+])
+def test_a_policy_that_could_not_work_is_refused(field: str, value: object) -> None:
+    with pytest.raises(InvalidRequest, match=f"invalid write policy: {field} must be"):
+        WritePolicy(**{field: value})  # type: ignore[arg-type]

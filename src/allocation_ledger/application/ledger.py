@@ -129,7 +129,7 @@ class Ledger:
 
         Every command takes an optional ``command_id`` (a string or UUID the caller
         chooses): a command is applied at most once per id, and a retry with the same id
-        returns the first call's outcome with ``replayed`` set (see :mod:`.commands`).
+        returns the first call's outcome with ``replayed`` set (see :mod:`.command_ids`).
         """
         cmd = parse(ClaimIn, consumer_uuid=consumer_uuid, allocations=allocations,
                     expected_generation=expected_generation, project_id=project_id,

@@ -10,8 +10,10 @@ policy only trades reads against retries:
   caller expects to be new as absent without reading them (a new instance's claim is one
   round trip). A stale copy or a consumer that exists after all makes the store refuse the
   append, or is found before a refusal counts, and the command runs again.
-- **Later attempts** read everything fresh, after a short random pause that doubles with
-  each attempt (writers that clashed do not clash again in step).
+- **Later attempts** read everything fresh. A clash of an attempt that read fresh is
+  followed by a short random pause that doubles with each attempt (writers that clashed do
+  not clash again in step); a clash of a first attempt that trusted the cache is not (it
+  most likely means only a stale copy).
 - A provider on which a clash was seen lately (another process writes to it) is read fresh
   even on a first attempt, for ``contended_for`` seconds: its cached copy is probably stale,
   and an append refused for it would have waited its turn for nothing.
@@ -26,6 +28,8 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from allocation_ledger.domain.errors import InvalidRequest
 
 #: How many times a command that clashed only on provider streams is run in all.
 MAX_ATTEMPTS = 10
@@ -50,6 +54,23 @@ class WritePolicy:
     remembered: int = REMEMBERED
     _clashes: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        problems = [f"{name} must be {rule}, got {value!r}" for name, value, rule, ok in (
+            ("max_attempts", self.max_attempts, "an integer of at least 1",
+             _whole(self.max_attempts) and self.max_attempts >= 1),
+            ("remembered", self.remembered, "an integer of at least 1",
+             _whole(self.remembered) and self.remembered >= 1),
+            ("max_doublings", self.max_doublings, "an integer of at least 0",
+             _whole(self.max_doublings) and self.max_doublings >= 0),
+            ("pause_unit", self.pause_unit, "a number of seconds of at least 0",
+             _seconds(self.pause_unit)),
+            ("contended_for", self.contended_for, "a number of seconds of at least 0",
+             _seconds(self.contended_for)),
+        ) if not ok]
+        if problems:
+            raise InvalidRequest("invalid write policy: " + "; ".join(problems),
+                                 problems=problems)
 
     def attempts(self) -> range:
         """The attempts of one command, numbered from 1."""
@@ -85,3 +106,12 @@ class WritePolicy:
         """True when a clash on ``provider_uuid`` was seen within ``contended_for`` seconds."""
         seen = self._clashes.get(provider_uuid)
         return seen is not None and time.monotonic() - seen < self.contended_for
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _seconds(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 <= value < float("inf"))

@@ -65,7 +65,8 @@ def test_no_pause_after_an_attempt_that_trusted_the_cache() -> None:
 @pytest.mark.parametrize(("field", "value"), [
     ("max_attempts", 0), ("max_attempts", 2.5), ("max_attempts", True), ("remembered", 0),
     ("max_doublings", -1), ("pause_unit", -0.001), ("pause_unit", float("nan")),
-    ("contended_for", float("inf")), ("contended_for", "2"),
+    ("contended_for", float("inf")), ("contended_for", "2"), ("takes_turns", "yes"),
+    ("cached_first_attempt", 1),
 ])
 def test_a_policy_that_could_not_work_is_refused(field: str, value: object) -> None:
     with pytest.raises(InvalidRequest, match=f"invalid write policy: {field} must be"):

@@ -20,6 +20,7 @@ from eventsourcing.utils import Environment, EnvType, strtobool
 
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
+from allocation_ledger.adapters.turns import Turns
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
 
@@ -60,6 +61,7 @@ class EventStore(Application[UUID]):
         self.metrics: Any = None
         super().__init__(env=dict(env))
         create = strtobool(env.get(CREATE_LEDGER, "y"))
+        self._turns: Turns = getattr(self.recorder, "turns", None) or Turns()
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)
             # the schema is created where there is none, and only then (the library's
@@ -204,6 +206,16 @@ class EventStore(Application[UUID]):
                     current = None
                 if current is None or current.version < aggregate.version:
                     cache.put(aggregate.id, copy.deepcopy(aggregate))
+
+    def take_turn(self, stream_id: UUID, *, wait: bool) -> bool:
+        """Hold ``stream_id`` for this thread until :meth:`end_turns`, so that other
+        writers that want it wait (``adapters/turns.py``); True if held. With ``wait``
+        false only a free stream is taken; a store without turns holds nothing."""
+        return self._turns.take(stream_id, wait=wait)
+
+    def end_turns(self) -> None:
+        """Let go of every stream this thread holds."""
+        self._turns.end()
 
     def is_cached(self, stream_id: UUID) -> bool:
         """True when this process's cache holds the stream (then it exists)."""

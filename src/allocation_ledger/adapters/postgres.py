@@ -50,6 +50,7 @@ from allocation_ledger.adapters.pgschema import (
     record_key,
     schema_state,
 )
+from allocation_ledger.adapters.turns import AdvisoryTurns
 from allocation_ledger.config import CONNINFO
 from allocation_ledger.domain.errors import StoreUnusable
 
@@ -95,6 +96,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         # this store's own lock timeout, passed on every call (the function is shared by
         # every process that opens the store)
         self._lock_timeout = f"{self.datastore.lock_timeout}s"
+        #: writers' turns on contended streams (``adapters/turns.py``)
+        self.turns = AdvisoryTurns(self.datastore, self.datastore.lock_timeout)
         call = ("SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2}, %s, "
                 "%s::bytea, %s::bytea)")
         function = Identifier(self.names.function)

@@ -39,6 +39,7 @@ from eventsourcing.sqlite import (
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.adapters.turns import file_turns
 from allocation_ledger.domain.errors import StoreUnusable
 
 try:
@@ -59,6 +60,10 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         self.lock_path = None if pool.is_sqlite_memory_mode or fcntl is None else (
             os.path.realpath(pool.db_name) + LOCK_SUFFIX)
         self.where = "memory" if pool.is_sqlite_memory_mode else pool.db_name
+        #: writers' turns on contended streams (``adapters/turns.py``)
+        self.turns = file_turns(
+            None if self.lock_path is None else os.path.realpath(pool.db_name),
+            pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT)
         self.chain_key = chain.key_from_environment()
         self.chain_table = f"{self.events_table_name}_chain"
         table = self.events_table_name

@@ -44,33 +44,41 @@ def run(store: EventStore, policy: WritePolicy, handler: Handler[C], command: C,
             metrics.retried()
         trusting = policy.trusts_cache(attempt)
         uow = UnitOfWork(store, intent, policy=policy, attempt=attempt,
-                         new_consumers=new_consumers, recorded=recorded)
+                         new_consumers=new_consumers, recorded=recorded, turns=True)
         try:
-            handler(uow, command)
-        except LedgerError as err:
-            if trusting and uow.doubtful(unwritten_only=False):
+            try:
+                handler(uow, command)
+            except LedgerError as err:
+                if trusting and uow.doubtful(unwritten_only=False):
+                    continue
+                if metrics is not None:
+                    metrics.refused(type(err).__name__)
+                if refused is not None and err.__cause__ is None:
+                    raise err from refused
+                raise
+            if trusting and uow.doubtful(unwritten_only=True):
                 continue
-            if metrics is not None:
-                metrics.refused(type(err).__name__)
-            if refused is not None and err.__cause__ is None:
-                raise err from refused
-            raise
-        if trusting and uow.doubtful(unwritten_only=True):
-            continue
-        began = time.perf_counter()
-        try:
+            began = time.perf_counter()
             uow.commit()
         except Clash as clash:
-            policy.clashed(uow.written)
             if trusting and uow.assumed_absent and isinstance(clash.__cause__, IntegrityError):
                 refused = clash.__cause__
-            pause = policy.pause(attempt)
-            if pause:
-                time.sleep(pause)
+            _after_clash(policy, uow, attempt)
             continue
+        finally:
+            uow.end_turns()
         if metrics is not None:
             metrics.appended(time.perf_counter() - began)
         return uow
     if metrics is not None:
         metrics.refused(ConcurrentUpdate.__name__)
     raise ConcurrentUpdate(uow.provider_uuids if uow is not None else [], policy.max_attempts)
+
+
+def _after_clash(policy: WritePolicy, uow: UnitOfWork, attempt: int) -> None:
+    """Note the providers clashed on, let go of them, and pause as the policy says."""
+    policy.clashed(uow.written)
+    uow.end_turns()
+    pause = policy.pause(attempt)
+    if pause:
+        time.sleep(pause)

@@ -17,6 +17,12 @@ policy only trades reads against retries:
 - A provider on which a clash was seen lately (another process writes to it) is read fresh
   even on a first attempt, for ``contended_for`` seconds: its cached copy is probably stale,
   and an append refused for it would have waited its turn for nothing.
+- While it is contended, an attempt also *takes a turn* on it (``takes_turns``): it holds
+  the provider from before its read until its append has committed or failed, so writers to
+  one host wait for each other and each decides on what the last one wrote, instead of all
+  deciding on the same version and all but one clashing (``adapters/turns.py``). The wait
+  is for the first contended provider of an attempt only (later ones are taken if free),
+  and bounded by the store's lock timeout.
 
 One policy is chosen per ledger in :mod:`allocation_ledger.bootstrap`.
 """
@@ -51,6 +57,9 @@ class WritePolicy:
     pause_unit: float = 0.002
     max_doublings: int = 6
     contended_for: float = CONTENDED_FOR
+    #: a contended provider is held from its read to the end of the attempt, so that
+    #: writers to it take turns instead of clashing (``adapters/turns.py``)
+    takes_turns: bool = True
     remembered: int = REMEMBERED
     _clashes: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -67,6 +76,10 @@ class WritePolicy:
              _seconds(self.pause_unit)),
             ("contended_for", self.contended_for, "a number of seconds of at least 0",
              _seconds(self.contended_for)),
+            ("cached_first_attempt", self.cached_first_attempt, "True or False",
+             isinstance(self.cached_first_attempt, bool)),
+            ("takes_turns", self.takes_turns, "True or False",
+             isinstance(self.takes_turns, bool)),
         ) if not ok]
         if problems:
             raise InvalidRequest("invalid write policy: " + "; ".join(problems),

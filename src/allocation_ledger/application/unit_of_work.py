@@ -65,12 +65,16 @@ class UnitOfWork:
     def __init__(self, store: EventStore, intent: Intent | None = None, *,
                  policy: WritePolicy | None = None, attempt: int = 0,
                  new_consumers: Iterable[str] = (), recorded: bool = True,
-                 decided: dict[str, Provider] | None = None) -> None:
+                 decided: dict[str, Provider] | None = None, turns: bool = False) -> None:
         self._store = store
         self.intent = intent
         self._policy = policy
         self._attempt = attempt
         self._recorded = recorded and intent is not None
+        #: take turns on contended providers (see ``adapters/turns.py``); ``end_turns``
+        #: must follow the attempt
+        self._turns = turns and policy is not None and policy.takes_turns
+        self._holding = False
         #: providers an earlier command of the same group changed (see ``grouping``)
         self._decided = decided or {}
         trusting = policy is not None and policy.trusts_cache(attempt)
@@ -132,7 +136,12 @@ class UnitOfWork:
         if provider_uuid in self._decided:  # decide on the group's state
             self._providers[provider_uuid] = copy.deepcopy(self._decided[provider_uuid])
             return
-        found = self._store.get(provider_stream_id(provider_uuid), cached=cached)
+        stream = provider_stream_id(provider_uuid)
+        if not cached and self._turns and self._policy is not None and self._policy.contended(
+                provider_uuid):  # wait for the writer holding it (only for the first turn)
+            self._holding = self._store.take_turn(stream, wait=not self._holding) or (
+                self._holding)
+        found = self._store.get(stream, cached=cached)
         self._providers[provider_uuid] = found if isinstance(found, Provider) else None
         if cached:
             self._cached_reads.add(provider_uuid)
@@ -192,6 +201,12 @@ class UnitOfWork:
             return False
         self._assumed_absent.add(consumer_uuid)
         return True
+
+    def end_turns(self) -> None:
+        """Let go of the providers this attempt held (after its commit, or its failure)."""
+        if self._holding:
+            self._holding = False
+            self._store.end_turns()
 
     # -- what was taken unread ------------------------------------------------------------
 

@@ -1,0 +1,236 @@
+"""Turns on contended streams: writers to the same host wait for each other instead of
+racing.
+
+Two processes that claim on the same host both read it, both decide, and the store's unique
+(stream, version) key lets only the first append in; the second was work for nothing and
+runs again. On a few busy hosts shared by many writers that is most appends, and the
+appends refused still queue for the store's write lock first. A *turn* is a lock on one
+stream held from before the stream is read until after the append that writes it has
+committed (or failed): a writer that wants a stream another writer holds waits for the
+append, then reads what it wrote, and decides on fresh state.
+
+A turn never decides anything: the store's key still refuses every stale append, and a
+writer that cannot get its turn (a holder that hung) goes on without it, as before. A
+thread waits for at most its first turn of an attempt and takes any later one only if it is
+free, so two writers never wait for each other in a circle.
+
+- PostgreSQL: a session advisory lock (``pg_advisory_lock``) keyed by the stream id, on a
+  connection the thread then keeps for its reads and its append (so a thread never holds
+  one connection while waiting for another), unlocked with ``pg_advisory_unlock_all`` when
+  the attempt ends; a connection that cannot be unlocked is closed, which ends its locks.
+  The wait is bounded by the store's ``lock_timeout``.
+- SQLite: an open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of a file
+  beside the database (``<database>-turns.lock``), the byte chosen by the stream id; threads
+  and processes queue alike, and the kernel lets go when a process dies. Elsewhere (no OFD
+  locks) there are no turns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing import persistence
+from psycopg.rows import tuple_row
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+#: Bytes of the SQLite turns file that stream ids are spread over.
+FILE_SLOTS = 1 << 30
+TURNS_SUFFIX = "-turns.lock"
+
+
+def stream_key(stream: UUID) -> int:
+    """A signed 64-bit key for a stream (its first eight bytes)."""
+    return int.from_bytes(stream.bytes[:8], "big", signed=True)
+
+
+class Turns:
+    """No turns (a store in memory, a platform without the locks): nothing is held."""
+
+    def take(self, stream: UUID, *, wait: bool) -> bool:
+        """Hold ``stream`` for this thread until :meth:`end`; True if it is held. With
+        ``wait`` false only a free stream is taken."""
+        return False
+
+    def end(self) -> None:
+        """Let go of every stream this thread holds."""
+
+
+# -- PostgreSQL -------------------------------------------------------------------------
+
+#: psycopg's errors as the library's (the order of ``PostgresDatastore.get_connection``).
+_LIBRARY_ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
+    (psycopg.InterfaceError, persistence.InterfaceError),
+    (psycopg.OperationalError, persistence.OperationalError),
+    (psycopg.DataError, persistence.DataError),
+    (psycopg.IntegrityError, persistence.IntegrityError),
+    (psycopg.InternalError, persistence.InternalError),
+    (psycopg.ProgrammingError, persistence.ProgrammingError),
+    (psycopg.NotSupportedError, persistence.NotSupportedError),
+    (psycopg.DatabaseError, persistence.DatabaseError),
+    (psycopg.Error, persistence.PersistenceError),
+)
+
+
+@contextmanager
+def _as_library_errors() -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as err:
+        for theirs, ours in _LIBRARY_ERRORS:
+            if isinstance(err, theirs):
+                raise ours(str(err)) from err
+        raise  # pragma: no cover - psycopg.Error is last in the table
+
+
+class AdvisoryTurns(Turns):
+    """Turns as PostgreSQL session advisory locks (see the module)."""
+
+    def __init__(self, datastore: Any, lock_timeout: float) -> None:
+        self._local = threading.local()
+        # the store's lock timeout (0: wait as long as it takes, as for its table lock)
+        self._timeout = f"{float(lock_timeout)}s" if lock_timeout else "0"
+        connect: Callable[[], AbstractContextManager[Any]] = datastore.get_connection
+        self._connect = connect
+
+        @contextmanager
+        def get_connection() -> Iterator[Any]:
+            """The thread's connection while it holds turns, else one from the pool."""
+            pinned = getattr(self._local, "conn", None)
+            if pinned is None:
+                with connect() as conn:
+                    yield conn
+            else:
+                with _as_library_errors():
+                    yield pinned
+
+        datastore.get_connection = get_connection
+
+    def take(self, stream: UUID, *, wait: bool) -> bool:
+        local = self._local
+        key = stream_key(stream)
+        held: set[int] = getattr(local, "keys", set())
+        if key in held:
+            return True
+        if getattr(local, "conn", None) is None:
+            stack = ExitStack()
+            local.conn = stack.enter_context(self._connect())
+            local.stack, local.keys = stack, held
+        conn = local.conn
+        try:
+            with _as_library_errors():
+                if wait:  # one simple query: the timeout is undone if the wait fails
+                    conn.execute(f"SET lock_timeout = '{self._timeout}'; "
+                                 f"SELECT pg_advisory_lock({key}); RESET lock_timeout")
+                    got = True
+                else:
+                    with conn.cursor(row_factory=tuple_row) as cursor:
+                        row = cursor.execute("SELECT pg_try_advisory_lock(%s)",
+                                             (key,)).fetchone()
+                    got = bool(row and row[0])
+        except persistence.OperationalError as err:  # the wait timed out, or the server went
+            log.warning("no turn on stream %s (%s): going on without it", stream, err)
+            got = False
+        if got:
+            held.add(key)
+        elif not held:
+            self.end()
+        return got
+
+    def end(self) -> None:
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            return
+        try:
+            if local.keys:
+                conn.execute("SELECT pg_advisory_unlock_all()")
+        except psycopg.Error as err:
+            log.warning("could not let go of advisory locks (%s): closing the connection", err)
+            conn.close()  # its session ends, and its locks with it
+        finally:
+            local.conn = None
+            local.keys = set()
+            local.stack.close()
+
+
+# -- SQLite -----------------------------------------------------------------------------
+
+_OFD = fcntl is not None and hasattr(fcntl, "F_OFD_SETLK")
+
+
+def _flock(kind: int, slot: int) -> bytes:
+    """A ``struct flock`` for one byte at ``slot`` (Linux: l_type, l_whence, l_start,
+    l_len, l_pid, padded to 32 bytes)."""
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, slot, 1, 0)
+
+
+class FileTurns(Turns):
+    """Turns as byte locks on a file beside the database (see the module)."""
+
+    def __init__(self, path: str, lock_timeout: float) -> None:
+        self.path = path
+        self._timeout = lock_timeout
+        self._local = threading.local()
+
+    def take(self, stream: UUID, *, wait: bool) -> bool:
+        local = self._local
+        slot = stream.int % FILE_SLOTS
+        held: set[int] = getattr(local, "slots", set())
+        if slot in held:
+            return True
+        fd = getattr(local, "fd", None)
+        if fd is None:
+            fd = local.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            local.slots = held
+        deadline = time.monotonic() + (self._timeout if wait else 0.0)
+        pause = 0.00005
+        while True:
+            try:
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK, slot))
+                held.add(slot)
+                return True
+            except BlockingIOError:
+                pass
+            except OSError as err:  # EACCES on some systems for a held lock
+                if err.errno not in (11, 13):
+                    raise
+            if time.monotonic() >= deadline:
+                if wait:
+                    log.warning("no turn on stream %s within %ss: going on without it",
+                                stream, self._timeout)
+                if not held:
+                    self.end()
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.0002)
+
+    def end(self) -> None:
+        local = self._local
+        fd = getattr(local, "fd", None)
+        if fd is None:
+            return
+        local.fd = None
+        local.slots = set()
+        os.close(fd)  # closing the description lets go of all its locks
+
+
+def file_turns(database: str | None, lock_timeout: float) -> Turns:
+    """Turns for a SQLite file (none in memory, or without OFD locks)."""
+    if database is None or not _OFD:
+        return Turns()
+    return FileTurns(database + TURNS_SUFFIX, lock_timeout)

@@ -1,0 +1,206 @@
+"""Writers to a contended host take turns (``adapters/turns.py``): a writer waits for the
+one holding the host, then decides on what it wrote, instead of clashing; a turn is let go
+when its attempt ends however it ends, and when its process dies; a turn never held forever
+stops anybody. Two ledgers on one store stand for two writer processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from allocation_ledger import Ledger, open_ledger
+from allocation_ledger.adapters.turns import stream_key
+from allocation_ledger.application.policy import WritePolicy
+from allocation_ledger.domain.errors import InsufficientCapacity
+from allocation_ledger.domain.ids import provider_stream_id
+from tests.builders import a_host, new_id
+
+
+def _appends(ledger: Ledger) -> list[int]:
+    """Count the appends the ledger's recorder is asked for (refused ones too)."""
+    calls: list[int] = []
+    original = ledger.store.recorder.insert_events
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    ledger.store.recorder.insert_events = counted  # type: ignore[method-assign]
+    return calls
+
+
+def _claim(ledger: Ledger, host: str, vcpu: int = 1) -> int | None:
+    return ledger.claim(new_id(), {host: {"VCPU": vcpu}}, None, project_id="p",
+                        user_id="u").generation
+
+
+def _in_thread(work: Any) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
+    done, errors = threading.Event(), []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as err:  # reported to the test
+            errors.append(err)
+        done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, done, errors
+
+
+def test_a_writer_waits_for_the_host_another_holds_and_decides_on_what_it_wrote(
+        durable_url: str) -> None:
+    with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)  # my cache holds the host
+        mine.policy.clashed([host])  # as after a clash: the host is contended
+        appends = _appends(mine)
+
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        try:
+            _claim(theirs, host)  # theirs writes while holding it: my copy is stale
+            thread, done, errors = _in_thread(lambda: _claim(mine, host))
+            assert not done.wait(0.5)  # I wait for their turn to end
+            assert appends == []
+        finally:
+            theirs.store.end_turns()
+        thread.join(30)
+        assert done.is_set() and not errors, errors
+        assert appends == [1]  # decided on the fresh host: appended once, no clash
+        assert mine.provider(host).usages["VCPU"] == 3
+
+
+def test_a_turn_is_let_go_when_the_attempt_ends_committed_or_refused(
+        durable_url: str) -> None:
+    with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
+        host = a_host(mine, vcpu=4)
+        stream = provider_stream_id(host)
+        mine.policy.clashed([host])
+        _claim(mine, host)
+        assert theirs.store.take_turn(stream, wait=False)  # free again
+        theirs.store.end_turns()
+
+        with pytest.raises(InsufficientCapacity):
+            _claim(mine, host, vcpu=10)
+        assert theirs.store.take_turn(stream, wait=False)
+        theirs.store.end_turns()
+
+
+def test_without_contention_or_with_turns_off_nothing_is_held(durable_url: str) -> None:
+    policy = WritePolicy(takes_turns=False)
+    with open_ledger(durable_url, policy=policy) as mine, open_ledger(durable_url) as theirs:
+        host = a_host(mine, vcpu=100)
+        other = a_host(mine, vcpu=100)
+        mine.policy.clashed([host])
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        assert theirs.store.take_turn(provider_stream_id(other), wait=True)
+        try:
+            _claim(mine, host)  # turns off: not held up by theirs
+        finally:
+            theirs.store.end_turns()
+    with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
+        host = a_host(mine, vcpu=100)
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        try:
+            _claim(mine, host)  # never clashed on: not contended, not held up
+        finally:
+            theirs.store.end_turns()
+
+
+def test_a_second_turn_is_taken_only_if_free_so_writers_never_wait_in_a_circle(
+        durable_url: str) -> None:
+    with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
+        first, second = a_host(mine), a_host(mine)
+        a, b = provider_stream_id(first), provider_stream_id(second)
+        assert theirs.store.take_turn(b, wait=True)
+        try:
+            assert mine.store.take_turn(a, wait=True)
+            assert not mine.store.take_turn(b, wait=False)  # held: not waited for
+            assert mine.store.take_turn(a, wait=False)  # already mine
+        finally:
+            mine.store.end_turns()
+            theirs.store.end_turns()
+        assert theirs.store.take_turn(a, wait=False)
+        theirs.store.end_turns()
+
+
+@pytest.mark.postgres
+def test_a_turn_held_too_long_is_given_up_and_the_store_still_decides(pg_url: str) -> None:
+    url = pg_url + "&lock_timeout=1"
+    with open_ledger(url) as mine, open_ledger(url) as theirs:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)
+        mine.policy.clashed([host])
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # and hangs
+        try:
+            _claim(theirs, host)
+            began = time.monotonic()
+            _claim(mine, host)  # waits a second, then goes on without the turn
+            assert 0.9 < time.monotonic() - began < 10
+        finally:
+            theirs.store.end_turns()
+        assert mine.provider(host).usages["VCPU"] == 3
+
+
+@pytest.mark.postgres
+def test_a_writer_holds_no_lock_once_its_claims_are_done(pg_url: str) -> None:
+    with open_ledger(pg_url) as mine:
+        host = a_host(mine, vcpu=100)
+        mine.policy.clashed([host])
+        key = stream_key(provider_stream_id(host)) & (2 ** 64 - 1)
+        for _ in range(3):
+            _claim(mine, host)
+        with psycopg.connect(pg_url.split("?", maxsplit=1)[0], autocommit=True) as admin:
+            held = admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s "
+                "AND objid = %s AND objsubid = 1", (key >> 32, key & 0xFFFFFFFF)).fetchone()
+        assert held == (0,)
+        assert mine.provider(host).usages["VCPU"] == 3
+
+
+HOLDER = """
+import sys, time, uuid
+from allocation_ledger import open_ledger
+ledger = open_ledger(sys.argv[1])
+assert ledger.store.take_turn(uuid.UUID(sys.argv[2]), wait=True)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_turn_dies_with_its_process(durable_url: str) -> None:
+    with open_ledger(durable_url) as mine:
+        host = a_host(mine, vcpu=100)
+        stream = provider_stream_id(host)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, durable_url, str(stream)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            assert not mine.store.take_turn(stream, wait=False)
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait(10)
+            deadline = time.monotonic() + 10
+            while not mine.store.take_turn(stream, wait=False):
+                assert time.monotonic() < deadline, "the dead process's turn was never let go"
+                time.sleep(0.05)
+            mine.store.end_turns()
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait()
+
+
+def test_stream_keys_spread_over_64_bits() -> None:
+    assert stream_key(UUID(int=0)) == 0
+    assert stream_key(UUID("ffffffff-ffff-ffff-0000-000000000000")) == -1
+    assert stream_key(UUID("7fffffff-ffff-ffff-ffff-ffffffffffff")) == 2 ** 63 - 1

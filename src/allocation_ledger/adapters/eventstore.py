@@ -228,6 +228,17 @@ class EventStore(Application[UUID]):
             return False
         return True
 
+    def cached_version(self, stream_id: UUID) -> int | None:
+        """The version of this process's cached copy of a stream (``None``: not cached)."""
+        cache = self.repository.cache
+        if cache is None:
+            return None
+        try:
+            found: Aggregate = cache.get(stream_id)  # type: ignore[assignment]
+        except KeyError:
+            return None
+        return found.version
+
     def stream_version(self, stream_id: UUID) -> int | None:
         """The version of a stream's last event, read straight from the store."""
         last = self.recorder.select_events(stream_id, desc=True, limit=1)

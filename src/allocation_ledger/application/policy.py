@@ -106,7 +106,8 @@ class WritePolicy:
         return random.uniform(0, self.pause_unit * 2 ** min(attempt, self.max_doublings))
 
     def clashed(self, providers: Iterable[str]) -> None:
-        """An append writing to ``providers`` was refused: read them fresh for a while."""
+        """Another writer wrote to ``providers`` (an append to them was refused, or a fresh
+        read found what it wrote): read them fresh, taking turns, for a while."""
         now = time.monotonic()
         with self._lock:
             for provider in providers:

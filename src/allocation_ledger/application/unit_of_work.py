@@ -137,12 +137,19 @@ class UnitOfWork:
             self._providers[provider_uuid] = copy.deepcopy(self._decided[provider_uuid])
             return
         stream = provider_stream_id(provider_uuid)
-        if not cached and self._turns and self._policy is not None and self._policy.contended(
-                provider_uuid):  # wait for the writer holding it (only for the first turn)
+        policy = self._policy
+        turn = not cached and self._turns and policy is not None and policy.contended(
+            provider_uuid)
+        known = None
+        if turn:  # wait for the writer holding it (only for the attempt's first turn)
             self._holding = self._store.take_turn(stream, wait=not self._holding) or (
                 self._holding)
+            known = self._store.cached_version(stream)
         found = self._store.get(stream, cached=cached)
         self._providers[provider_uuid] = found if isinstance(found, Provider) else None
+        if turn and policy is not None and known is not None and isinstance(
+                found, Provider) and found.version != known:
+            policy.clashed([provider_uuid])  # others still write to it: keep taking turns
         if cached:
             self._cached_reads.add(provider_uuid)
 

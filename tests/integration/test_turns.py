@@ -66,12 +66,12 @@ def test_a_writer_waits_for_the_host_another_holds_and_decides_on_what_it_wrote(
         mine.policy.clashed([host])  # as after a clash: the host is contended
         appends = _appends(mine)
 
-        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # mid-attempt
+        thread, done, errors = _in_thread(lambda: _claim(mine, host))
         try:
-            _claim(theirs, host)  # theirs writes while holding it: my copy is stale
-            thread, done, errors = _in_thread(lambda: _claim(mine, host))
             assert not done.wait(0.5)  # I wait for their turn to end
             assert appends == []
+            _claim(theirs, host)  # their append ends their turn: my copy is now stale
         finally:
             theirs.store.end_turns()
         thread.join(30)
@@ -137,13 +137,13 @@ def test_a_second_turn_is_taken_only_if_free_so_writers_never_wait_in_a_circle(
 @pytest.mark.postgres
 def test_a_turn_held_too_long_is_given_up_and_the_store_still_decides(pg_url: str) -> None:
     url = pg_url + "&lock_timeout=1"
-    with open_ledger(url) as mine, open_ledger(url) as theirs:
+    with open_ledger(url) as mine, open_ledger(url) as theirs, open_ledger(url) as other:
         host = a_host(mine, vcpu=100)
         _claim(mine, host)
         mine.policy.clashed([host])
         assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # and hangs
         try:
-            _claim(theirs, host)
+            _claim(other, host)  # a writer that takes no turn: my copy is stale
             began = time.monotonic()
             _claim(mine, host)  # waits a second, then goes on without the turn
             assert 0.9 < time.monotonic() - began < 10

@@ -213,6 +213,29 @@ class EventStore(Application[UUID]):
         false only a free stream is taken; a store without turns holds nothing."""
         return self._turns.take(stream_id, wait=wait)
 
+    def get_in_turn(self, stream_id: UUID, *, wait: bool) -> tuple[Aggregate | None, bool]:
+        """The stream's aggregate read fresh after taking its turn (:meth:`take_turn`), and
+        whether the turn is held. A cached stream is brought up to date with the events
+        read in the same round trip as the turn, where the store can."""
+        cache = self.repository.cache
+        known = self.cached_version(stream_id)
+        if cache is None or known is None:
+            held = self.take_turn(stream_id, wait=wait)
+            return self.get(stream_id), held
+        held, rows = self._turns.take_reading(stream_id, wait=wait, after=known)
+        if rows is None:
+            return self.get(stream_id), held
+        with self._read_locks[stream_id.int % len(self._read_locks)]:
+            try:
+                cached: Aggregate = cache.get(stream_id)  # type: ignore[assignment]
+            except KeyError:
+                cached = None  # type: ignore[assignment]
+            if cached is not None and cached.version == known:
+                aggregate = project(cached, (self.mapper.to_domain_event(StoredEvent(*row))
+                                             for row in rows))
+                return copy.deepcopy(aggregate), held
+        return self.get(stream_id), held  # another thread moved it meanwhile
+
     def end_turns(self) -> None:
         """Let go of every stream this thread holds."""
         self._turns.end()

@@ -96,8 +96,6 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         # this store's own lock timeout, passed on every call (the function is shared by
         # every process that opens the store)
         self._lock_timeout = f"{self.datastore.lock_timeout}s"
-        #: writers' turns on contended streams (``adapters/turns.py``)
-        self.turns = AdvisoryTurns(self.datastore, self.datastore.lock_timeout)
         call = ("SELECT * FROM {0}.{1}(%s::uuid[], %s::bigint[], %s::text[], %s::{2}, %s, "
                 "%s::bytea, %s::bytea)")
         function = Identifier(self.names.function)
@@ -111,6 +109,11 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         ).format(schema, table)
         self._select_streams = self._select + SQL(
             " WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, originator_version")
+        #: writers' turns on contended streams (``adapters/turns.py``)
+        self.turns = AdvisoryTurns(self.datastore, self.datastore.lock_timeout, SQL(
+            "SELECT originator_id, originator_version, topic, state FROM {0}.{1} "
+            "WHERE originator_id = %s AND originator_version > %s ORDER BY originator_version"
+        ).format(schema, table))
 
     def create_table(self) -> None:
         """Nothing: :meth:`prepare` decides whether anything is to be created."""
@@ -191,6 +194,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             self._lock_timeout,
             *self._pads,
         )
+        if self.turns.holding():  # in this thread's transaction of turns, with its COMMIT
+            return [row[0] for row in self.turns.commit(statement, params)]
         # the datastore turns psycopg's errors into the library's (IntegrityError...)
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as c:
             assert conn.autocommit  # one statement, one transaction

@@ -14,11 +14,14 @@ writer that cannot get its turn (a holder that hung) goes on without it, as befo
 thread waits for at most its first turn of an attempt and takes any later one only if it is
 free, so two writers never wait for each other in a circle.
 
-- PostgreSQL: a session advisory lock (``pg_advisory_lock``) keyed by the stream id, on a
-  connection the thread then keeps for its reads and its append (so a thread never holds
-  one connection while waiting for another), unlocked with ``pg_advisory_unlock_all`` when
-  the attempt ends; a connection that cannot be unlocked is closed, which ends its locks.
-  The wait is bounded by the store's ``lock_timeout``.
+- PostgreSQL: a transaction advisory lock (``pg_advisory_xact_lock``) keyed by the stream
+  id, in a transaction the thread opens for it on a connection it keeps for its reads and
+  its append (so a thread never holds one connection while waiting for another). The lock
+  and the stream's new events are asked for together, and the append is sent with its
+  ``COMMIT``: a held turn costs no round trip of its own, and the commit lets go of it at the
+  moment the events become visible. An attempt that ends without appending rolls back; a
+  connection lost rolls back on the server. The wait is bounded by the store's
+  ``lock_timeout``.
 - SQLite: an open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of a file
   beside the database (``<database>-turns.lock``), the byte chosen by the stream id; threads
   and processes queue alike, and the kernel lets go when a process dies. Elsewhere (no OFD
@@ -39,6 +42,7 @@ from uuid import UUID
 
 import psycopg
 from eventsourcing import persistence
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 
 try:
@@ -65,6 +69,20 @@ class Turns:
         """Hold ``stream`` for this thread until :meth:`end`; True if it is held. With
         ``wait`` false only a free stream is taken."""
         return False
+
+    def take_reading(self, stream: UUID, *, wait: bool,
+                     after: int) -> tuple[bool, list[Any] | None]:
+        """:meth:`take`, and where the store can, the stream's stored events after version
+        ``after`` read in the same round trip (else None)."""
+        return self.take(stream, wait=wait), None
+
+    def holding(self) -> bool:
+        """True when this thread's append is to be made by :meth:`commit`."""
+        return False
+
+    def commit(self, statement: Any, params: Any) -> list[Any]:
+        """Append (only where :meth:`holding`)."""
+        raise NotImplementedError
 
     def end(self) -> None:
         """Let go of every stream this thread holds."""
@@ -98,13 +116,23 @@ def _as_library_errors() -> Iterator[None]:
 
 
 class AdvisoryTurns(Turns):
-    """Turns as PostgreSQL session advisory locks (see the module)."""
+    """Turns as PostgreSQL transaction advisory locks (see the module).
 
-    def __init__(self, datastore: Any, lock_timeout: float) -> None:
+    The first turn of an attempt opens a transaction on a connection the thread keeps
+    (``BEGIN``, the lock, and the stream's new events, sent together: one round trip); the
+    thread's reads join it; its append is sent with ``COMMIT`` (:meth:`commit`), and the
+    commit lets go of the turns at the moment the events become visible, without another
+    message. An attempt that ends without appending rolls back.
+    """
+
+    def __init__(self, datastore: Any, lock_timeout: float, read: Any) -> None:
         self._local = threading.local()
         # the store's lock timeout (0: wait as long as it takes, as for its table lock)
         self._timeout = f"{float(lock_timeout)}s" if lock_timeout else "0"
+        #: the statement reading a stream's events after a version (stream, version)
+        self._read = read
         connect: Callable[[], AbstractContextManager[Any]] = datastore.get_connection
+        begin: Callable[..., AbstractContextManager[Any]] = datastore.transaction
         self._connect = connect
 
         @contextmanager
@@ -118,38 +146,94 @@ class AdvisoryTurns(Turns):
                 with _as_library_errors():
                     yield pinned
 
+        @contextmanager
+        def transaction(*, commit: bool = False) -> Iterator[Any]:
+            """Inside the thread's transaction of turns, a cursor in it; else as before."""
+            pinned = getattr(self._local, "conn", None)
+            if pinned is None:
+                with begin(commit=commit) as cursor:
+                    yield cursor
+            else:
+                with _as_library_errors():
+                    yield pinned.cursor()
+
         datastore.get_connection = get_connection
+        datastore.transaction = transaction
+
+    def holding(self) -> bool:
+        """True while this thread's transaction of turns is open."""
+        return getattr(self._local, "conn", None) is not None
 
     def take(self, stream: UUID, *, wait: bool) -> bool:
+        return self._take(stream, wait=wait, after=None)[0]
+
+    def take_reading(self, stream: UUID, *, wait: bool,
+                     after: int) -> tuple[bool, list[Any] | None]:
+        """Take the turn and read the stream's events after version ``after`` in the same
+        round trip: (held, rows of originator_id, originator_version, topic, state); rows
+        are None where the turn was not taken."""
+        return self._take(stream, wait=wait, after=after)
+
+    def _take(self, stream: UUID, *, wait: bool,
+              after: int | None) -> tuple[bool, list[Any] | None]:
         local = self._local
         key = stream_key(stream)
         held: set[int] = getattr(local, "keys", set())
         if key in held:
-            return True
-        if getattr(local, "conn", None) is None:
+            return True, None
+        first = getattr(local, "conn", None) is None
+        if first:
             stack = ExitStack()
-            local.conn = stack.enter_context(self._connect())
-            local.stack, local.keys = stack, held
+            conn = stack.enter_context(self._connect())
+            local.stack, local.keys, local.conn = stack, set(), conn
         conn = local.conn
         try:
             with _as_library_errors():
-                if wait:  # one simple query: the timeout is undone if the wait fails
-                    conn.execute(f"SET lock_timeout = '{self._timeout}'; "
-                                 f"SELECT pg_advisory_lock({key}); RESET lock_timeout")
-                    got = True
-                else:
-                    with conn.cursor(row_factory=tuple_row) as cursor:
-                        row = cursor.execute("SELECT pg_try_advisory_lock(%s)",
-                                             (key,)).fetchone()
-                    got = bool(row and row[0])
+                lock = conn.cursor(row_factory=tuple_row)
+                reading = None if after is None else conn.cursor(binary=True,
+                                                                 row_factory=tuple_row)
+                with conn.pipeline():
+                    if first:
+                        conn.execute("BEGIN")
+                    if wait:
+                        conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                                     (self._timeout,))
+                        lock.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+                    else:
+                        lock.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,))
+                    if reading is not None:
+                        reading.execute(self._read, (stream, after), prepare=True)
+                row = lock.fetchone()
+                got = wait or bool(row and row[0])
+                rows = reading.fetchall() if reading is not None else None
         except persistence.OperationalError as err:  # the wait timed out, or the server went
             log.warning("no turn on stream %s (%s): going on without it", stream, err)
-            got = False
-        if got:
-            held.add(key)
-        elif not held:
             self.end()
-        return got
+            return False, None
+        if got:
+            local.keys.add(key)
+        elif first:
+            self.end()
+        return got, rows
+
+    def commit(self, statement: Any, params: Any) -> list[Any]:
+        """Run the append in this thread's transaction of turns and commit it, in one round
+        trip; the rows it returns. The turns end with it, whether it commits or fails."""
+        conn = self._local.conn
+        try:
+            with _as_library_errors():
+                cursor = conn.cursor(row_factory=tuple_row)
+                try:
+                    with conn.pipeline():
+                        cursor.execute(statement, params, prepare=True)
+                        conn.execute("COMMIT")
+                except psycopg.Error:
+                    if not conn.closed:
+                        conn.execute("ROLLBACK")
+                    raise
+                return list(cursor.fetchall())
+        finally:
+            self.end()
 
     def end(self) -> None:
         local = self._local
@@ -157,10 +241,11 @@ class AdvisoryTurns(Turns):
         if conn is None:
             return
         try:
-            if local.keys:
-                conn.execute("SELECT pg_advisory_unlock_all()")
+            if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")  # lets go of the turns
         except psycopg.Error as err:
-            log.warning("could not let go of advisory locks (%s): closing the connection", err)
+            log.warning("could not roll back a transaction of turns (%s): closing its "
+                        "connection", err)
             conn.close()  # its session ends, and its locks with it
         finally:
             local.conn = None

@@ -142,10 +142,11 @@ class UnitOfWork:
             provider_uuid)
         known = None
         if turn:  # wait for the writer holding it (only for the attempt's first turn)
-            self._holding = self._store.take_turn(stream, wait=not self._holding) or (
-                self._holding)
             known = self._store.cached_version(stream)
-        found = self._store.get(stream, cached=cached)
+            found, held = self._store.get_in_turn(stream, wait=not self._holding)
+            self._holding = self._holding or held
+        else:
+            found = self._store.get(stream, cached=cached)
         self._providers[provider_uuid] = found if isinstance(found, Provider) else None
         if turn and policy is not None and known is not None and isinstance(
                 found, Provider) and found.version != known:

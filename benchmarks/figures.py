@@ -26,6 +26,8 @@ def figure(sample: Sample, floor: Sample, *, commands_per_op: int = 1,
     for name, other in (also or {}).items():
         found[name] = other.to_dict()
         found[f"vs_{name}"] = round(sample.rate * commands_per_op / other.rate, 4)
+    if sample.appends:
+        found["appends_per_op"] = round(sample.appends / sample.count, 3)
     if commands_per_op != 1:
         found["commands_per_second"] = round(sample.rate * commands_per_op, 2)
     return found

@@ -62,7 +62,11 @@ def _rows(result: dict[str, Any]) -> Iterator[str]:
         yield _row(f"claims, {n} writer(s), a host each", writers[n]["claims"])
     for n in _numbered(writers):
         if "shared" in writers[n]:
-            yield _row(f"claims, {n} writer(s), shared hosts", writers[n]["shared"])
+            shared = writers[n]["shared"]
+            yield _row(f"claims, {n} writer(s), shared hosts", shared)
+            if "appends_per_op" in shared:
+                yield (f"    ({shared['appends_per_op']} appends asked of the store per claim, "
+                       "refused ones too)")
     for name, found in result["moves"].items():
         yield _row(f"swap+claim+{name} (cycles)", found)
     for n in _numbered(result["batches"]):

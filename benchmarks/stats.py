@@ -19,6 +19,8 @@ class Sample:
     seconds: float
     latencies: tuple[float, ...]
     items: int = 1
+    #: appends asked of the store while it was taken, refused ones too (0: not counted)
+    appends: int = 0
 
     @property
     def rate(self) -> float:
@@ -54,7 +56,7 @@ def merge(samples: list[Sample], wall_seconds: float) -> Sample:
     """Samples taken at the same time by several writers, as one (rate over the wall time)."""
     latencies = tuple(x for s in samples for x in s.latencies)
     return Sample(sum(s.count for s in samples), wall_seconds, latencies,
-                  samples[0].items if samples else 1)
+                  samples[0].items if samples else 1, sum(s.appends for s in samples))
 
 
 def combine(samples: list[Sample]) -> Sample:

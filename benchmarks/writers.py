@@ -18,6 +18,7 @@ import queue
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
@@ -32,9 +33,10 @@ SHARED = "shared"
 FLOOR = "floor"
 
 
-def _operation(role: str, target: str,
-               hosts: Sequence[str]) -> tuple[Callable[[], object], Callable[[], None]]:
-    """The operation a writer repeats, and how to clean up after it."""
+def _operation(role: str, target: str, hosts: Sequence[str],
+               appends: list[int]) -> tuple[Callable[[], object], Callable[[], None]]:
+    """The operation a writer repeats, and how to clean up after it; ``appends`` counts
+    the appends a ledger asks of its store (refused ones too)."""
     if role == FLOOR:
         from benchmarks.floor import open_raw_table
 
@@ -44,6 +46,14 @@ def _operation(role: str, target: str,
     from benchmarks.workload import a_host, claimer, shared_claimer
 
     ledger = open_ledger(target)
+    recorder = ledger.store.recorder
+    insert = recorder.insert_events
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        appends[0] += 1
+        return insert(*args, **kwargs)
+
+    recorder.insert_events = counted  # type: ignore[method-assign]
     if role == SHARED:
         if target.startswith("memory:"):  # each process has a store of its own
             for host in hosts:
@@ -56,14 +66,16 @@ def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
             barrier: Barrier, results: Queue[Any]) -> None:
     """One writer process: prepare, wait for the others, work, report."""
     try:
-        operation, close = _operation(role, target, hosts)
+        appends = [0]
+        operation, close = _operation(role, target, hosts, appends)
         try:
             for _ in range(WARMUP):
                 operation()
             barrier.wait(TIMEOUT)
+            appends[0] = 0
             start = time.perf_counter()
             sample = run_for(operation, duration)
-            results.put(("ok", start, sample))
+            results.put(("ok", start, replace(sample, appends=appends[0])))
         finally:
             close()
     except BaseException:

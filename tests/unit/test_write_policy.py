@@ -62,6 +62,22 @@ def test_no_pause_after_an_attempt_that_trusted_the_cache() -> None:
     assert max(fresh.pause(1) for _ in range(50)) > 0.0  # a first attempt that read fresh
 
 
+def test_a_contended_provider_is_taken_in_turns_unless_a_turn_was_waited_for_in_vain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr("allocation_ledger.application.policy.time.monotonic", lambda: now[0])
+    policy = WritePolicy(contended_for=2.0)
+    assert not policy.takes_turn("h")  # never clashed on
+    policy.clashed(["h"])
+    assert policy.takes_turn("h")
+    assert not WritePolicy(takes_turns=False).takes_turn("h")
+    policy.turn_not_had("h")
+    assert not policy.takes_turn("h") and policy.contended("h")
+    now[0] += 2.5
+    policy.clashed(["h"])
+    assert policy.takes_turn("h")
+
+
 @pytest.mark.parametrize(("field", "value"), [
     ("max_attempts", 0), ("max_attempts", 2.5), ("max_attempts", True), ("remembered", 0),
     ("max_doublings", -1), ("pause_unit", -0.001), ("pause_unit", float("nan")),

@@ -207,6 +207,11 @@ class EventStore(Application[UUID]):
                 if current is None or current.version < aggregate.version:
                     cache.put(aggregate.id, copy.deepcopy(aggregate))
 
+    @property
+    def has_turns(self) -> bool:
+        """True when this store's writers can take turns (not in memory)."""
+        return type(self._turns) is not Turns
+
     def take_turn(self, stream_id: UUID, *, wait: bool) -> bool:
         """Hold ``stream_id`` for this thread until :meth:`end_turns`, so that other
         writers that want it wait (``adapters/turns.py``); True if held. With ``wait``

@@ -22,7 +22,8 @@ policy only trades reads against retries:
   one host wait for each other and each decides on what the last one wrote, instead of all
   deciding on the same version and all but one clashing (``adapters/turns.py``). The wait
   is for the first contended provider of an attempt only (later ones are taken if free),
-  and bounded by the store's lock timeout.
+  and bounded by the store's lock timeout; after a wait in vain (its holder hung) the
+  provider is written without turns for ``contended_for`` seconds.
 
 One policy is chosen per ledger in :mod:`allocation_ledger.bootstrap`.
 """
@@ -62,6 +63,8 @@ class WritePolicy:
     takes_turns: bool = True
     remembered: int = REMEMBERED
     _clashes: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    #: provider -> when a turn on it was last waited for in vain
+    _no_turns: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -115,6 +118,23 @@ class WritePolicy:
                 self._clashes[provider] = now
             while len(self._clashes) > self.remembered:
                 del self._clashes[next(iter(self._clashes))]
+
+    def takes_turn(self, provider_uuid: str) -> bool:
+        """True when an attempt is to take a turn on this provider: it is contended, and no
+        turn on it was waited for in vain within ``contended_for`` seconds (a writer that
+        hung holding it would make every claim there wait the whole lock timeout)."""
+        if not (self.takes_turns and self.contended(provider_uuid)):
+            return False
+        given_up = self._no_turns.get(provider_uuid)
+        return given_up is None or time.monotonic() - given_up >= self.contended_for
+
+    def turn_not_had(self, provider_uuid: str) -> None:
+        """A turn on this provider was waited for in vain: go without turns there a while."""
+        with self._lock:
+            self._no_turns.pop(provider_uuid, None)
+            self._no_turns[provider_uuid] = time.monotonic()
+            while len(self._no_turns) > self.remembered:
+                del self._no_turns[next(iter(self._no_turns))]
 
     def contended(self, provider_uuid: str) -> bool:
         """True when a clash on ``provider_uuid`` was seen within ``contended_for`` seconds."""

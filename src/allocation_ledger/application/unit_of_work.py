@@ -73,7 +73,7 @@ class UnitOfWork:
         self._recorded = recorded and intent is not None
         #: take turns on contended providers (see ``adapters/turns.py``); ``end_turns``
         #: must follow the attempt
-        self._turns = turns and policy is not None and policy.takes_turns
+        self._turns = turns and policy is not None
         self._holding = False
         #: providers an earlier command of the same group changed (see ``grouping``)
         self._decided = decided or {}
@@ -138,12 +138,15 @@ class UnitOfWork:
             return
         stream = provider_stream_id(provider_uuid)
         policy = self._policy
-        turn = not cached and self._turns and policy is not None and policy.contended(
+        turn = not cached and self._turns and policy is not None and policy.takes_turn(
             provider_uuid)
         known = None
-        if turn:  # wait for the writer holding it (only for the attempt's first turn)
+        if turn and policy is not None:  # wait for its holder (for the first turn only)
             known = self._store.cached_version(stream)
-            found, held = self._store.get_in_turn(stream, wait=not self._holding)
+            waits = not self._holding
+            found, held = self._store.get_in_turn(stream, wait=waits)
+            if waits and not held and self._store.has_turns:
+                policy.turn_not_had(provider_uuid)
             self._holding = self._holding or held
         else:
             found = self._store.get(stream, cached=cached)

@@ -22,6 +22,16 @@ from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import PlainState
+
+
+def working_copy(aggregate: Aggregate) -> Aggregate:
+    """A copy of ``aggregate`` to decide on or to cache: its events, applied to either,
+    leave the other as it was (:meth:`~allocation_ledger.domain.values.PlainState.working_copy`:
+    a provider's copy shares its containers, which its events replace, never change)."""
+    if isinstance(aggregate, PlainState):
+        return aggregate.working_copy()
+    return copy.deepcopy(aggregate)
 
 
 def project(aggregate: Any, events: Iterable[Any]) -> Any:
@@ -52,9 +62,10 @@ class EventStore(Application[UUID]):
 
     def __init__(self, env: Mapping[str, str]) -> None:
         # Striped locks: the library fast-forwards a cached aggregate under its own lock but
-        # copies it for the caller after letting go, so a thread could copy an aggregate
-        # another thread is fast-forwarding (a torn read). One lock per stripe of streams
-        # keeps reads of one stream whole without serialising unrelated streams.
+        # would copy it for the caller after letting go, so a thread could copy an aggregate
+        # another thread is fast-forwarding (a torn read). Every read and copy of a cached
+        # aggregate here is made under its stream's lock instead. One lock per stripe of
+        # streams keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
         #: command counters (``allocation_ledger.metrics.instrument``); None: not counted
         self.metrics: Any = None
@@ -143,7 +154,7 @@ class EventStore(Application[UUID]):
             cache = self.repository.cache
             if cached and cache is not None:
                 try:
-                    hit: Aggregate = copy.deepcopy(cache.get(stream))  # type: ignore[assignment]
+                    hit: Aggregate = working_copy(cache.get(stream))  # type: ignore[arg-type]
                 except KeyError:
                     pass
                 else:
@@ -153,12 +164,15 @@ class EventStore(Application[UUID]):
                 if found is None:
                     return None
                 cache.put(stream, found)
-                fresh: Aggregate = copy.deepcopy(found)  # the cached one stays pristine
+                fresh: Aggregate = working_copy(found)  # the cached one stays pristine
                 return fresh
             try:
-                aggregate: Aggregate = self.repository.get(stream, projector_func=project)
+                aggregate: Aggregate = self.repository.get(stream, projector_func=project,
+                                                           deepcopy_from_cache=False)
             except AggregateNotFoundError:
                 return None
+            if cache is not None:  # the library's copy would be deep; the cached one stays
+                aggregate = working_copy(aggregate)  # pristine either way
         return aggregate
 
     def get_short_many(self, stream_ids: Iterable[UUID]) -> dict[UUID, Aggregate | None]:
@@ -180,7 +194,7 @@ class EventStore(Application[UUID]):
             if aggregate is not None and cache is not None:
                 with self._read_locks[stream.int % len(self._read_locks)]:
                     cache.put(stream, aggregate)
-                aggregate = copy.deepcopy(aggregate)
+                aggregate = working_copy(aggregate)
             found[stream] = aggregate
         return found
 
@@ -203,7 +217,7 @@ class EventStore(Application[UUID]):
                 except KeyError:
                     current = None
                 if current is None or current.version < aggregate.version:
-                    cache.put(aggregate.id, copy.deepcopy(aggregate))
+                    cache.put(aggregate.id, working_copy(aggregate))
 
     def is_cached(self, stream_id: UUID) -> bool:
         """True when this process's cache holds the stream (then it exists)."""

@@ -203,7 +203,8 @@ class GroupCommit:
             for pending, _ in taken:
                 pending.answer(error=err)
             return
-        self._store.remember(a for a in aggregates if a.id in shared.provider_ids)
+        providers = shared.provider_ids
+        self._store.remember(a for a in aggregates if a.id in providers)
         self.appends += 1
         self.grouped += len(taken)
         for pending, uow in taken:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Self
 
 MAX_INT = 2147483647
@@ -54,7 +54,15 @@ class Inventory:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Inventory:
         """The inventory an event's plain dict describes."""
+        if tuple(data) == _INVENTORY_FIELDS:  # every field, in order (as events hold them):
+            inventory = object.__new__(cls)  # what __init__ would make, without its calls
+            object.__setattr__(inventory, "__dict__", data.copy())
+            return inventory
         return cls(**data)
+
+
+#: The fields of an :class:`Inventory`, in order.
+_INVENTORY_FIELDS = tuple(f.name for f in fields(Inventory))
 
 
 def is_valid_resource_class(name: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate
+from eventsourcing.domain import Aggregate, OriginatorVersionError
 from eventsourcing.persistence import Mapper, Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType, strtobool
 
@@ -131,7 +131,9 @@ class EventStore(Application[UUID]):
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
         """Snapshot every aggregate whose new version is a multiple of its interval: from
         the aggregate just saved when it is at that version (the library reads it back from
-        the store), else as the library does."""
+        the store); when the append went past that version (several events of one stream,
+        a group commit), from the cached aggregate the append started from, brought to
+        that version by the append's own events; else as the library does."""
         assert self.snapshots is not None
         for event in processing_event.events:
             aggregate = processing_event.aggregates.get(event.originator_id)
@@ -140,12 +142,36 @@ class EventStore(Application[UUID]):
             interval = self.snapshotting_intervals.get(type(aggregate))
             if interval is None or event.originator_version % interval:
                 continue
-            if aggregate.version == event.originator_version:
+            if aggregate.version != event.originator_version:
+                aggregate = self._cached_at(event.originator_id, event.originator_version,
+                                            processing_event.events)
+            if aggregate is not None:
                 snapshot = type(aggregate).Snapshot.take(aggregate)
                 self.snapshots.put([snapshot])
             else:
                 self.take_snapshot(event.originator_id, event.originator_version,
                                    projector_func=project)
+
+    def _cached_at(self, stream: UUID, version: int, appended: list[Any]) -> Aggregate | None:
+        """The stream at ``version``: a copy of its cached aggregate with the ``appended``
+        events that follow it applied, or ``None`` when the cache does not hold the stream
+        from before those events (it was evicted, or read past them meanwhile)."""
+        cache = self.repository.cache
+        if cache is None:
+            return None
+        with self._read_locks[stream.int % len(self._read_locks)]:
+            try:
+                cached: Aggregate = cache.get(stream)  # type: ignore[assignment]
+            except KeyError:
+                return None
+            base = working_copy(cached)
+        events = [e for e in appended if e.originator_id == stream
+                  and base.version < e.originator_version <= version]
+        try:
+            found: Aggregate = project(base, events)
+        except OriginatorVersionError:  # the cached one is older than the append's first
+            return None
+        return found if found.version == version else None
 
     def get(
         self, stream_id: UUID | str, *, short: bool = False, cached: bool = False

@@ -15,6 +15,7 @@ down, a subclass of a plain type, a cipher, compression) goes through the mapper
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
@@ -33,23 +34,26 @@ def is_plain(value: Any) -> bool:
     """True when ``value`` is plain JSON that ``orjson`` and the standard library's
     encoder write identically."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is int:
-        number: int = value
-        return _LOWEST <= number < _BEYOND
-    # loops rather than all(): a generator costs more than the check on these small values
     if kind is dict:
-        for key, item in value.items():  # noqa: SIM110
-            if type(key) is not str or not is_plain(item):
-                return False
-        return True
+        return all(type(key) is str for key in value) and _plain_items(value.values())
     if kind is list:
-        for item in value:  # noqa: SIM110
-            if not is_plain(item):
+        return _plain_items(value)
+    return _plain_items((value,))
+
+
+def _plain_items(items: Iterable[Any]) -> bool:
+    """True when every one of ``items`` is plain (leaves checked here, without a call)."""
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            number: int = item
+            if not _LOWEST <= number < _BEYOND:
                 return False
-        return True
-    return False
+        elif (kind is not dict and kind is not list) or not is_plain(item):
+            return False
+    return True
 
 
 class PlainMapper(Mapper[UUID]):

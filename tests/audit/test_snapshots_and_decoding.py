@@ -57,6 +57,32 @@ def test_a_snapshot_version_crossed_mid_append_is_taken_at_that_version(
     assert audit(ledger.store).findings == []
 
 
+def test_a_snapshot_crossed_mid_append_comes_from_the_cache_as_the_store_replays_it(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three events in one append, the interval falling on the first, the stream cached
+    from before the append: the snapshot is the cached provider brought to that version by
+    the append's own events (nothing read back), exactly what the store's events replay."""
+    host = _provider_at_version(ledger, SNAPSHOT_INTERVAL - 1)
+    provider = tampering.provider(ledger, host)  # and cached, at SNAPSHOT_INTERVAL - 1
+    for total in (20, 21, 22):
+        provider.trigger_event(Provider.InventoriesSet, request=tampering.edit(),
+                               inventories={"VCPU": {**provider.inventories["VCPU"],
+                                                     "total": total}})
+
+    def read_back(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the snapshot was read back from the store")
+
+    monkeypatch.setattr(ledger.store, "take_snapshot", read_back)
+    ledger.store.save(provider)
+    assert ledger.store.snapshots is not None
+    [taken] = ledger.store.snapshots.get(provider_stream_id(host))
+    assert taken.originator_version == SNAPSHOT_INTERVAL
+    assert taken.state["inventories"]["VCPU"]["total"] == 20
+    replayed = ledger.store.repository.get(provider_stream_id(host), version=SNAPSHOT_INTERVAL)
+    assert taken.state == Provider.Snapshot.take(replayed).state  # type: ignore[attr-defined]
+    assert audit(ledger.store).findings == []
+
+
 def test_a_snapshot_that_differs_from_its_events_is_reported(ledger: Ledger) -> None:
     host = _provider_at_version(ledger, SNAPSHOT_INTERVAL - 1)
     provider = tampering.provider(ledger, host)

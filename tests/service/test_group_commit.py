@@ -4,6 +4,7 @@ refuses only itself. Run on every store."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -129,6 +130,28 @@ def test_many_threads_never_oversubscribe_and_every_generation_is_exact(
     holders = [vm for vm in vms if ledger.consumer(vm).generation == 1]
     assert len(holders) == 50
 
+
+
+def test_every_caller_is_answered_once_however_the_threads_interleave(
+        ledger: Ledger) -> None:
+    """Threads switched as often as the interpreter can: a command handed the lead before
+    its caller waits, or answered before it waits, is still answered exactly once."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        hosts = [a_host(ledger, vcpu=1000) for _ in range(3)]
+
+        def claims(worker: int) -> list[int | None]:
+            return [ledger.claim(new_id(), {hosts[(worker + n) % 3]: {"VCPU": 1}}, None,
+                                 project_id="p", user_id="u").generation for n in range(15)]
+
+        with ThreadPoolExecutor(12) as pool:
+            found = [g for gs in pool.map(claims, range(12)) for g in gs]
+    finally:
+        sys.setswitchinterval(interval)
+    assert found == [1] * 180
+    assert sum(ledger.provider(h).usages["VCPU"] for h in hosts) == 180
+    assert _commits(ledger).grouped <= 180
 
 
 def test_commands_with_a_callers_id_run_alone_and_are_recorded(ledger: Ledger) -> None:

@@ -14,15 +14,26 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import Recording, StoredEvent
+from eventsourcing.domain import Aggregate, OriginatorVersionError
+from eventsourcing.persistence import Mapper, Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType, strtobool
 
 from allocation_ledger.adapters.decoding import plain_json
+from allocation_ledger.adapters.encoding import PlainMapper
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.adapters.turns import Turns
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import PlainState
+
+
+def working_copy(aggregate: Aggregate) -> Aggregate:
+    """A copy of ``aggregate`` to decide on or to cache: its events, applied to either,
+    leave the other as it was (:meth:`~allocation_ledger.domain.values.PlainState.working_copy`:
+    a provider's copy shares its containers, which its events replace, never change)."""
+    if isinstance(aggregate, PlainState):
+        return aggregate.working_copy()
+    return copy.deepcopy(aggregate)
 
 
 def project(aggregate: Any, events: Iterable[Any]) -> Any:
@@ -53,9 +64,10 @@ class EventStore(Application[UUID]):
 
     def __init__(self, env: Mapping[str, str]) -> None:
         # Striped locks: the library fast-forwards a cached aggregate under its own lock but
-        # copies it for the caller after letting go, so a thread could copy an aggregate
-        # another thread is fast-forwarding (a torn read). One lock per stripe of streams
-        # keeps reads of one stream whole without serialising unrelated streams.
+        # would copy it for the caller after letting go, so a thread could copy an aggregate
+        # another thread is fast-forwarding (a torn read). Every read and copy of a cached
+        # aggregate here is made under its stream's lock instead. One lock per stripe of
+        # streams keeps reads of one stream whole without serialising unrelated streams.
         self._read_locks = [threading.Lock() for _ in range(64)]
         #: command counters (``allocation_ledger.metrics.instrument``); None: not counted
         self.metrics: Any = None
@@ -69,6 +81,14 @@ class EventStore(Application[UUID]):
             # a store opened to be read creates nothing
             if self.recorder.prepare(create=create) and self.snapshots is not None:
                 self.snapshots.recorder.create_table()  # type: ignore[attr-defined]
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper, writing plain events faster (the same bytes,
+        :mod:`.encoding`), unless the settings name a mapper of their own."""
+        if self.env.get(self.factory.MAPPER_TOPIC):
+            return super().construct_mapper()
+        return self.factory.mapper(transcoder=self.construct_transcoder(),
+                                   mapper_class=PlainMapper)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only the settings the store URL gave (see ``config``): unlike the library's
@@ -113,7 +133,9 @@ class EventStore(Application[UUID]):
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
         """Snapshot every aggregate whose new version is a multiple of its interval: from
         the aggregate just saved when it is at that version (the library reads it back from
-        the store), else as the library does."""
+        the store); when the append went past that version (several events of one stream,
+        a group commit), from the cached aggregate the append started from, brought to
+        that version by the append's own events; else as the library does."""
         assert self.snapshots is not None
         for event in processing_event.events:
             aggregate = processing_event.aggregates.get(event.originator_id)
@@ -122,12 +144,36 @@ class EventStore(Application[UUID]):
             interval = self.snapshotting_intervals.get(type(aggregate))
             if interval is None or event.originator_version % interval:
                 continue
-            if aggregate.version == event.originator_version:
+            if aggregate.version != event.originator_version:
+                aggregate = self._cached_at(event.originator_id, event.originator_version,
+                                            processing_event.events)
+            if aggregate is not None:
                 snapshot = type(aggregate).Snapshot.take(aggregate)
                 self.snapshots.put([snapshot])
             else:
                 self.take_snapshot(event.originator_id, event.originator_version,
                                    projector_func=project)
+
+    def _cached_at(self, stream: UUID, version: int, appended: list[Any]) -> Aggregate | None:
+        """The stream at ``version``: a copy of its cached aggregate with the ``appended``
+        events that follow it applied, or ``None`` when the cache does not hold the stream
+        from before those events (it was evicted, or read past them meanwhile)."""
+        cache = self.repository.cache
+        if cache is None:
+            return None
+        with self._read_locks[stream.int % len(self._read_locks)]:
+            try:
+                cached: Aggregate = cache.get(stream)  # type: ignore[assignment]
+            except KeyError:
+                return None
+            base = working_copy(cached)
+        events = [e for e in appended if e.originator_id == stream
+                  and base.version < e.originator_version <= version]
+        try:
+            found: Aggregate = project(base, events)
+        except OriginatorVersionError:  # the cached one is older than the append's first
+            return None
+        return found if found.version == version else None
 
     def get(
         self, stream_id: UUID | str, *, short: bool = False, cached: bool = False
@@ -145,7 +191,7 @@ class EventStore(Application[UUID]):
             cache = self.repository.cache
             if cached and cache is not None:
                 try:
-                    hit: Aggregate = copy.deepcopy(cache.get(stream))  # type: ignore[assignment]
+                    hit: Aggregate = working_copy(cache.get(stream))  # type: ignore[arg-type]
                 except KeyError:
                     pass
                 else:
@@ -155,12 +201,15 @@ class EventStore(Application[UUID]):
                 if found is None:
                     return None
                 cache.put(stream, found)
-                fresh: Aggregate = copy.deepcopy(found)  # the cached one stays pristine
+                fresh: Aggregate = working_copy(found)  # the cached one stays pristine
                 return fresh
             try:
-                aggregate: Aggregate = self.repository.get(stream, projector_func=project)
+                aggregate: Aggregate = self.repository.get(stream, projector_func=project,
+                                                           deepcopy_from_cache=False)
             except AggregateNotFoundError:
                 return None
+            if cache is not None:  # the library's copy would be deep; the cached one stays
+                aggregate = working_copy(aggregate)  # pristine either way
         return aggregate
 
     def get_short_many(self, stream_ids: Iterable[UUID]) -> dict[UUID, Aggregate | None]:
@@ -182,7 +231,7 @@ class EventStore(Application[UUID]):
             if aggregate is not None and cache is not None:
                 with self._read_locks[stream.int % len(self._read_locks)]:
                     cache.put(stream, aggregate)
-                aggregate = copy.deepcopy(aggregate)
+                aggregate = working_copy(aggregate)
             found[stream] = aggregate
         return found
 
@@ -205,7 +254,7 @@ class EventStore(Application[UUID]):
                 except KeyError:
                     current = None
                 if current is None or current.version < aggregate.version:
-                    cache.put(aggregate.id, copy.deepcopy(aggregate))
+                    cache.put(aggregate.id, working_copy(aggregate))
 
     @property
     def has_turns(self) -> bool:

@@ -107,11 +107,22 @@ def intent(name: str, command_id: CommandId | None,
     """The intent of a call of command ``name`` with these validated ``inputs``."""
     given = command_id is not None
     chosen = command_id_of(command_id) if command_id is not None else uuid4().hex
-    args = [i.model_dump(mode="json") if isinstance(i, BaseModel) else i for i in inputs]
-    canonical = json.dumps(_keyed([name, args]), sort_keys=True, separators=(",", ":"),
+    return Intent(chosen, name, fingerprint(name, inputs), request_meta(request, chosen),
+                  given)
+
+
+def fingerprint(name: str, inputs: tuple[BaseModel | Mapping[str, Any] | str | int | None, ...],
+                ) -> str:
+    """The SHA-256 of the canonical JSON of ``[name, inputs]`` (inputs as their JSON dumps).
+
+    A model's JSON dump needs no :func:`_keyed` pass: pydantic's JSON mode gives every
+    mapping string keys already, so the pass would return it unchanged (the fingerprint is
+    the same byte for byte; ``tests/unit/test_fingerprints.py`` holds stored values)."""
+    args = [i.model_dump(mode="json") if isinstance(i, BaseModel) else _keyed(i)
+            for i in inputs]
+    canonical = json.dumps([_keyed(name), args], sort_keys=True, separators=(",", ":"),
                            default=str)
-    return Intent(chosen, name, hashlib.sha256(canonical.encode()).hexdigest(),
-                  request_meta(request, chosen), given)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _keyed(value: Any) -> Any:

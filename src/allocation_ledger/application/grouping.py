@@ -46,6 +46,12 @@ C = TypeVar("C")
 MAX_GROUP = 256
 
 
+def _held() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass
 class _Pending(Generic[C]):
     """One caller's command, and its answer (the unit of work that applied it) once there
@@ -55,15 +61,27 @@ class _Pending(Generic[C]):
     command: C
     intent: Intent
     new_consumers: tuple[str, ...]
-    done: threading.Event = field(default_factory=threading.Event)
     lead: bool = False
     result: UnitOfWork | None = None
     error: BaseException | None = None
+    #: held until the caller is woken: a bare lock it waits on by acquiring it (an Event,
+    #: which builds a Condition and a lock per wait, costs several times more)
+    _signal: threading.Lock = field(default_factory=_held, repr=False)
+
+    def wait(self) -> None:
+        """Until woken: answered, or handed the lead."""
+        self._signal.acquire()
+
+    def wake(self) -> None:
+        """Wake the caller. A queued command is woken once (answered) or twice (handed the
+        lead, which its caller's one wait takes, then answered); a command that led from
+        the start, once (answered): never more than its lock was taken."""
+        self._signal.release()
 
     def answer(self, result: UnitOfWork | None = None,
                error: BaseException | None = None) -> None:
         self.result, self.error = result, error
-        self.done.set()
+        self.wake()
 
 
 class Group:
@@ -131,13 +149,14 @@ class GroupCommit:
         meanwhile; the unit of work that applied it."""
         pending: _Pending[C] = _Pending(handler, command, intent, tuple(new_consumers))
         with self._lock:
-            if self._busy:
+            queued = self._busy
+            if queued:
                 self._queue.append(pending)
             else:
                 self._busy = True
                 pending.lead = True
-        if not pending.lead:
-            pending.done.wait()
+        if queued:  # (its lead may be set already: it still takes the wake that came with it)
+            pending.wait()
         if pending.lead:  # first, or handed the lead by the last group's leader
             self._lead(pending)
         if pending.error is not None:
@@ -157,7 +176,7 @@ class GroupCommit:
                 if self._queue:
                     following = self._queue.pop(0)
                     following.lead = True
-                    following.done.set()
+                    following.wake()
                 else:
                     self._busy = False
 
@@ -203,7 +222,8 @@ class GroupCommit:
             for pending, _ in taken:
                 pending.answer(error=err)
             return
-        self._store.remember(a for a in aggregates if a.id in shared.provider_ids)
+        providers = shared.provider_ids
+        self._store.remember(a for a in aggregates if a.id in providers)
         self.appends += 1
         self.grouped += len(taken)
         for pending, uow in taken:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 from uuid import UUID, uuid4
 
@@ -334,6 +335,24 @@ def request_meta(request: Mapping[str, str] | RequestIn | None,
 
     if request is None:
         return meta
+    if type(request) is dict and all(type(k) is str and type(v) is str
+                                     for k, v in request.items()):
+        given = _given_request(tuple(request.items()))  # plain text: validated once
+    else:
+        given = _given(request)
+    return {**given, **meta}
+
+
+def _given(request: Mapping[str, str] | RequestIn) -> dict[str, str]:
+    """The request fields given (those not empty), validated."""
     model = (request if isinstance(request, RequestIn)
              else parse(RequestIn, **mapping(request, "request")))
-    return {**{k: v for k, v in model.model_dump().items() if v}, **meta}
+    return {k: v for k, v in model.model_dump().items() if v}
+
+
+@lru_cache(maxsize=1024)
+def _given_request(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """:func:`_given` of a plain mapping of text, kept: most callers send the same few
+    requests (validation is a pure function of them; a refusal is not kept). Never
+    changed by a caller: :func:`request_meta` copies it."""
+    return _given(dict(items))

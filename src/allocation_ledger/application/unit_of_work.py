@@ -19,7 +19,6 @@ can be checked (:meth:`UnitOfWork.doubtful`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -134,7 +133,7 @@ class UnitOfWork:
 
     def _load_provider(self, provider_uuid: str, *, cached: bool) -> None:
         if provider_uuid in self._decided:  # decide on the group's state
-            self._providers[provider_uuid] = copy.deepcopy(self._decided[provider_uuid])
+            self._providers[provider_uuid] = self._decided[provider_uuid].working_copy()
             return
         stream = provider_stream_id(provider_uuid)
         policy = self._policy

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from allocation_ledger.domain.errors import DevicesUnavailable, InvalidRequest
-from allocation_ledger.domain.holdings import Holding, ProviderLoader, Target
+from allocation_ledger.domain.holdings import NOTHING, Holding, ProviderLoader, Target
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Devices
 
@@ -27,12 +27,29 @@ def assign_devices(
 
     Raises :class:`DevicesUnavailable` when too few are free or a named one is held.
     """
+    if not _involves_devices(load_provider, before, targets):
+        return {}, {}  # what the plan below comes to when no device is concerned
     plan = _Plan(load_provider)
     plan.reserve_named(targets)
     plan.keep_held(before, targets)
     plan.release(before, targets)
     plan.take()
     return plan.holdings(), plan.changes()
+
+
+def _involves_devices(load_provider: ProviderLoader, before: Mapping[str, Holding],
+                      targets: Sequence[Target]) -> bool:
+    """True when a target consumer holds devices, or a target allocates a device-backed
+    class (only those are planned: named devices of any other class are not looked at)."""
+    for target in targets:
+        if before.get(target.consumer_uuid, NOTHING).devices:
+            return True
+        for rp, resources in target.allocations.items():
+            provider = load_provider(rp)
+            for rc in resources:
+                if provider.is_device_backed(rc):
+                    return True
+    return False
 
 
 class _Plan:
@@ -68,7 +85,7 @@ class _Plan:
             key = (target.consumer_uuid, provider.uuid, rc)
             if key in self._wanted:
                 continue
-            held = before.get(target.consumer_uuid, Holding()).devices
+            held = before.get(target.consumer_uuid, NOTHING).devices
             mine = sorted(held.get(provider.uuid, {}).get(rc, []))
             kept = [d for d in mine if (provider.uuid, rc, d) not in reserved][:amount]
             self._wanted[key] = kept
@@ -77,7 +94,7 @@ class _Plan:
     def release(self, before: Mapping[str, Holding], targets: Sequence[Target]) -> None:
         for target in targets:
             consumer = target.consumer_uuid
-            for rp, by_rc in before.get(consumer, Holding()).devices.items():
+            for rp, by_rc in before.get(consumer, NOTHING).devices.items():
                 for rc, ids in by_rc.items():
                     keep = set(self._wanted.get((consumer, rp, rc), []))
                     table = self._table(rp, rc)

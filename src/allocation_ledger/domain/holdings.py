@@ -36,6 +36,10 @@ class Target:
     check_units: bool = True
 
 
+#: What a consumer that holds nothing holds (shared: like every holding, only ever read).
+NOTHING = Holding()
+
+
 def holding(consumer: Consumer | None) -> Holding:
     """What a (possibly absent) consumer holds now."""
     if consumer is None:

@@ -7,7 +7,11 @@ write that grows usage appends to the provider's stream, two racing writers can 
 take the last unit: the store's unique (stream, version) key lets only one of them in.
 
 State is plain data (dicts, lists, ints) so snapshots and appliers stay simple. Appliers only
-assign; every check happens in the methods before an event is triggered.
+assign; every check happens in the methods before an event is triggered. An applier gives the
+provider a new dict or list rather than changing one in place, so a working copy (the one a
+command decides on) shares them with the provider it was copied from, which its events leave
+as it was (``shares_containers``; ``tests/unit/test_working_copies.py`` holds every event to
+it).
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from allocation_ledger.domain.values import Inventory, PlainState, RequestMeta
 
 class Provider(PlainState, Aggregate):
     """A resource provider: inventory, usage, devices and children."""
+
+    #: its events replace containers, never change them in place (see the module)
+    shares_containers = True
 
     class Event(Aggregate.Event):
         """Base of every provider event; ``request`` says who asked and why."""
@@ -85,8 +92,11 @@ class Provider(PlainState, Aggregate):
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.usages = {**aggregate.usages, **self.usages}
-            for rc, changes in self.holds.items():
-                aggregate.devices[rc] = {**aggregate.devices.get(rc, {}), **changes}
+            if self.holds:
+                devices = aggregate.devices
+                aggregate.devices = {**devices, **{
+                    rc: {**devices.get(rc, {}), **changes} for rc, changes in self.holds.items()
+                }}
 
     class DevicesSet(Event):
         """The devices of ``resource_class`` became ``device_ids`` and the class's inventory
@@ -98,16 +108,18 @@ class Provider(PlainState, Aggregate):
 
         def apply(self, aggregate: Provider) -> None:
             held = aggregate.devices.get(self.resource_class, {})
+            devices = dict(aggregate.devices)
             if self.device_ids:
-                aggregate.devices[self.resource_class] = {
-                    d: held.get(d) for d in sorted(self.device_ids)
-                }
+                devices[self.resource_class] = {d: held.get(d) for d in sorted(self.device_ids)}
             else:
-                aggregate.devices.pop(self.resource_class, None)
+                devices.pop(self.resource_class, None)
+            aggregate.devices = devices
+            inventories = dict(aggregate.inventories)
             if self.inventory is None:
-                aggregate.inventories.pop(self.resource_class, None)
+                inventories.pop(self.resource_class, None)
             else:
-                aggregate.inventories[self.resource_class] = dict(self.inventory)
+                inventories[self.resource_class] = dict(self.inventory)
+            aggregate.inventories = inventories
 
     class Renamed(Event):
         """The provider's name became ``name``."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from allocation_ledger.domain import rules
 from allocation_ledger.domain.devices import assign_devices
-from allocation_ledger.domain.holdings import Holding, ProviderLoader, Target
+from allocation_ledger.domain.holdings import NOTHING, Holding, ProviderLoader, Target
 from allocation_ledger.domain.values import Allocations, RequestMeta
 
 __all__ = ["Holding", "Target", "check_unit_rules", "reallocate"]
@@ -37,7 +37,7 @@ def reallocate(
     """
     deltas: dict[str, dict[str, int]] = {}
     for target in targets:
-        old = before.get(target.consumer_uuid, Holding())
+        old = before.get(target.consumer_uuid, NOTHING)
         _add(deltas, old.allocations, -1)
         _add(deltas, target.allocations, +1)
         if target.check_units:
@@ -62,7 +62,7 @@ def reallocate(
         names = sorted(
             t.consumer_uuid
             for t in targets
-            if rp in t.allocations or rp in before.get(t.consumer_uuid, Holding()).allocations
+            if rp in t.allocations or rp in before.get(t.consumer_uuid, NOTHING).allocations
         )
         load_provider(rp).record_allocations(names, usages.get(rp, {}), holds.get(rp, {}),
                                              request)

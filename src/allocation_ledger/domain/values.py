@@ -6,9 +6,10 @@ history stays readable by any tool and never depends on a Python class to decode
 
 from __future__ import annotations
 
+import copy
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Self
 
 MAX_INT = 2147483647
 RESOURCE_CLASS_PATTERN = re.compile(r"[A-Z0-9_]+")
@@ -53,7 +54,15 @@ class Inventory:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Inventory:
         """The inventory an event's plain dict describes."""
+        if tuple(data) == _INVENTORY_FIELDS:  # every field, in order (as events hold them):
+            inventory = object.__new__(cls)  # what __init__ would make, without its calls
+            object.__setattr__(inventory, "__dict__", data.copy())
+            return inventory
         return cls(**data)
+
+
+#: The fields of an :class:`Inventory`, in order.
+_INVENTORY_FIELDS = tuple(f.name for f in fields(Inventory))
 
 
 def is_valid_resource_class(name: str) -> bool:
@@ -113,11 +122,30 @@ def plain_copy(value: Any) -> Any:
 
 
 class PlainState:
-    """Mixin for aggregates whose state is plain data: ``copy.deepcopy`` (which the event
-    store uses on every cached read) copies it directly, several times faster than the
-    generic walk."""
+    """Mixin for aggregates whose state is plain data: ``copy.deepcopy`` copies it directly,
+    several times faster than the generic walk, and :meth:`working_copy` gives the copy a
+    command decides on."""
+
+    #: True when every event of the class gives the aggregate new containers (dicts, lists)
+    #: rather than changing its own in place: a working copy may then share them
+    shares_containers: ClassVar[bool] = False
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         clone = object.__new__(type(self))
         clone.__dict__.update({k: plain_copy(v) for k, v in self.__dict__.items()})
+        return clone
+
+    def working_copy(self) -> Self:
+        """A copy to decide on and change through events, leaving this aggregate as it is:
+        its own attributes and list of pending events, sharing the containers of this one
+        when the class's events replace containers (``shares_containers``, a copy of a few
+        attributes however large its state), else a deep copy."""
+        if not self.shares_containers:
+            return copy.deepcopy(self)
+        clone = object.__new__(type(self))
+        state = self.__dict__.copy()
+        pending = state.get("_pending_events")
+        if pending is not None:
+            state["_pending_events"] = list(pending)
+        clone.__dict__.update(state)
         return clone

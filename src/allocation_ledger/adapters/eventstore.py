@@ -287,7 +287,7 @@ class EventStore(Application[UUID]):
             if cached is not None and cached.version == known:
                 aggregate = project(cached, (self.mapper.to_domain_event(StoredEvent(*row))
                                              for row in rows))
-                return copy.deepcopy(aggregate), held
+                return working_copy(aggregate), held
         return self.get(stream_id), held  # another thread moved it meanwhile
 
     def end_turns(self) -> None:

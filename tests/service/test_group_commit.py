@@ -94,6 +94,30 @@ def test_a_refused_command_refuses_only_itself(ledger: Ledger) -> None:
     assert _commits(ledger).grouped == 2
 
 
+def test_a_store_error_while_admitting_a_command_still_answers_every_caller(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    from allocation_ledger.application import grouping
+
+    host = a_host(ledger, vcpu=10)
+    admits = grouping.Group.admits
+    calls: list[int] = []
+
+    def failing_once(self: grouping.Group, uow: Any) -> bool:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("lost while checking a cached copy")
+        return admits(self, uow)
+
+    monkeypatch.setattr(grouping.Group, "admits", failing_once)
+    vms = [new_id() for _ in range(3)]
+    found = _held_up(ledger, [
+        (lambda vm=vm: ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id="p",
+                                    user_id="u")) for vm in vms])
+
+    assert [view.generation for view in found] == [1, 1, 1]  # the first ran alone
+    assert ledger.provider(host).usages["VCPU"] == 3
+
+
 def test_a_consumer_named_twice_in_a_group_is_written_by_each_in_turn(ledger: Ledger) -> None:
     host = a_host(ledger, vcpu=10)
     vm = new_id()

@@ -194,10 +194,11 @@ class GroupCommit:
                              decided=shared.providers)
             try:
                 pending.handler(uow, pending.command)
+                admitted = shared.admits(uow)  # may read the store: may fail too
             except BaseException:  # answered alone, below
                 later.append(pending)
                 continue
-            if not shared.admits(uow):
+            if not admitted:
                 later.append(pending)
                 continue
             events += shared.take(uow)

@@ -207,3 +207,64 @@ def test_stream_keys_spread_over_64_bits() -> None:
     assert stream_key(UUID(int=0)) == 0
     assert stream_key(UUID("ffffffff-ffff-ffff-0000-000000000000")) == -1
     assert stream_key(UUID("7fffffff-ffff-ffff-ffff-ffffffffffff")) == 2 ** 63 - 1
+
+
+def test_a_failure_after_a_turn_is_taken_lets_go_of_it(
+        durable_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_ledger(durable_url) as setup:
+        host = a_host(setup, vcpu=100)
+    with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
+        mine.policy.clashed([host])  # contended, and not cached here: taken, then read
+        stream = provider_stream_id(host)
+        reads = mine.store.get
+
+        def lost(*args: Any, **kwargs: Any) -> Any:
+            if args and args[0] == stream:
+                raise RuntimeError("the read failed after the turn was taken")
+            return reads(*args, **kwargs)
+
+        monkeypatch.setattr(mine.store, "get", lost)
+        with pytest.raises(Exception, match="after the turn was taken"):
+            _claim(mine, host)
+        assert theirs.store.take_turn(stream, wait=False)  # let go of
+        theirs.store.end_turns()
+        monkeypatch.setattr(mine.store, "get", reads)
+        _claim(mine, host)
+        assert mine.provider(host).usages["VCPU"] == 1
+
+
+@pytest.mark.postgres
+def test_a_broken_connection_holding_a_turn_is_let_go_and_the_thread_goes_on(
+        pg_url: str) -> None:
+    with open_ledger(pg_url) as mine:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)
+        turns: Any = mine.store.recorder.turns
+        assert mine.store.take_turn(provider_stream_id(host), wait=True)
+        pid = turns._local.conn.info.backend_pid
+        with psycopg.connect(pg_url.split("?", maxsplit=1)[0], autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        _claim(mine, host)  # this thread's reads and append go back to the pool
+        assert not turns.holding()
+        assert mine.provider(host).usages["VCPU"] == 2
+
+
+@pytest.mark.postgres
+def test_threads_of_one_process_wait_for_a_turn_without_taking_the_pool(pg_url: str) -> None:
+    with open_ledger(pg_url + "&pool_size=1&max_overflow=1") as mine:
+        host = a_host(mine, vcpu=100)
+        stream = provider_stream_id(host)
+        assert mine.store.take_turn(stream, wait=True)  # this thread holds one connection
+        try:
+            waiters = [_in_thread(lambda: (mine.store.take_turn(stream, wait=True),
+                                           mine.store.end_turns())) for _ in range(2)]
+            time.sleep(0.3)
+            assert not any(done.is_set() for _, done, _ in waiters)
+            _, read, errors = _in_thread(lambda: mine.provider(host))
+            assert read.wait(5), "a plain read found no connection: the waiters took them"
+            assert not errors, errors
+        finally:
+            mine.store.end_turns()
+        for thread, done, errors in waiters:
+            thread.join(30)
+            assert done.is_set() and not errors, errors

@@ -267,28 +267,45 @@ class EventStore(Application[UUID]):
         false only a free stream is taken; a store without turns holds nothing."""
         return self._turns.take(stream_id, wait=wait)
 
-    def get_in_turn(self, stream_id: UUID, *, wait: bool) -> tuple[Aggregate | None, bool]:
-        """The stream's aggregate read fresh after taking its turn (:meth:`take_turn`), and
-        whether the turn is held. A cached stream is brought up to date with the events
-        read in the same round trip as the turn, where the store can."""
-        cache = self.repository.cache
+    def get_in_turn(self, stream_id: UUID, *,
+                    wait: bool) -> tuple[Aggregate | None, bool, bool]:
+        """The stream's aggregate read fresh after taking its turn (:meth:`take_turn`),
+        whether the turn is held, and whether the read found events this process had not
+        cached (other writers wrote). A cached stream is brought up to date with the events
+        read in the same round trip as the turn, where the store can. Whatever fails after
+        the turn was taken lets go of the thread's turns."""
         known = self.cached_version(stream_id)
-        if cache is None or known is None:
+        if known is None:
             held = self.take_turn(stream_id, wait=wait)
-            return self.get(stream_id), held
+            return self._after_turn(stream_id), held, False
         held, rows = self._turns.take_reading(stream_id, wait=wait, after=known)
-        if rows is None:
-            return self.get(stream_id), held
-        with self._read_locks[stream_id.int % len(self._read_locks)]:
-            try:
-                cached: Aggregate = cache.get(stream_id)  # type: ignore[assignment]
-            except KeyError:
-                cached = None  # type: ignore[assignment]
-            if cached is not None and cached.version == known:
-                aggregate = project(cached, (self.mapper.to_domain_event(StoredEvent(*row))
-                                             for row in rows))
-                return working_copy(aggregate), held
-        return self.get(stream_id), held  # another thread moved it meanwhile
+        try:
+            if rows is not None:
+                with self._read_locks[stream_id.int % len(self._read_locks)]:
+                    cache = self.repository.cache
+                    try:
+                        cached: Aggregate | None = cache.get(  # type: ignore[union-attr,assignment]
+                            stream_id)
+                    except KeyError:
+                        cached = None
+                    if cached is not None and cached.version == known:
+                        aggregate = project(cached, (
+                            self.mapper.to_domain_event(StoredEvent(*row)) for row in rows))
+                        return working_copy(aggregate), held, bool(rows)
+            before = self.cached_version(stream_id)  # not read with the turn, or moved
+            found = self.get(stream_id)
+        except BaseException:
+            self.end_turns()
+            raise
+        others = found is not None and before is not None and found.version != before
+        return found, held, others
+
+    def _after_turn(self, stream_id: UUID) -> Aggregate | None:
+        try:
+            return self.get(stream_id)
+        except BaseException:
+            self.end_turns()
+            raise
 
     def end_turns(self) -> None:
         """Let go of every stream this thread holds."""

@@ -21,7 +21,10 @@ free, so two writers never wait for each other in a circle.
   ``COMMIT``: a held turn costs no round trip of its own, and the commit lets go of it at the
   moment the events become visible. An attempt that ends without appending rolls back; a
   connection lost rolls back on the server. The wait is bounded by the store's
-  ``lock_timeout``.
+  ``lock_timeout`` (with ``lock_timeout=0``, by nothing but the server's
+  ``idle_in_transaction_session_timeout`` on a holder that hangs). Threads of one process
+  queue for a stream on a lock of their own first, so only one of them at a time holds a
+  connection while it waits.
 - SQLite: an open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of a file
   beside the database (``<database>-turns.lock``), the byte chosen by the stream id; threads
   and processes queue alike, and the kernel lets go when a process dies. Elsewhere (no OFD
@@ -30,6 +33,7 @@ free, so two writers never wait for each other in a circle.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
@@ -52,6 +56,8 @@ except ImportError:  # pragma: no cover - not POSIX
 
 log = logging.getLogger(__name__)
 
+#: Locks of one process that its threads queue on for a stream before the database's turn.
+PROCESS_QUEUES = 4096
 #: Bytes of the SQLite turns file that stream ids are spread over.
 FILE_SLOTS = 1 << 30
 TURNS_SUFFIX = "-turns.lock"
@@ -122,15 +128,23 @@ class AdvisoryTurns(Turns):
     (``BEGIN``, the lock, and the stream's new events, sent together: one round trip); the
     thread's reads join it; its append is sent with ``COMMIT`` (:meth:`commit`), and the
     commit lets go of the turns at the moment the events become visible, without another
-    message. An attempt that ends without appending rolls back.
+    message. An attempt that ends without appending rolls back. A kept connection found
+    closed or in a failed transaction is let go (its turns are gone with it), and the
+    thread's reads go back to the pool.
+
+    Threads of one process queue for a stream on a lock of the process first, so that at
+    most one of them holds a connection while it waits for the database's turn: waiting
+    threads never take the pool's connections from the thread that holds the turn.
     """
 
     def __init__(self, datastore: Any, lock_timeout: float, read: Any) -> None:
         self._local = threading.local()
         # the store's lock timeout (0: wait as long as it takes, as for its table lock)
-        self._timeout = f"{float(lock_timeout)}s" if lock_timeout else "0"
+        self._seconds = float(lock_timeout)
+        self._timeout = f"{self._seconds}s" if lock_timeout else "0"
         #: the statement reading a stream's events after a version (stream, version)
         self._read = read
+        self._queues = [threading.Lock() for _ in range(PROCESS_QUEUES)]
         connect: Callable[[], AbstractContextManager[Any]] = datastore.get_connection
         begin: Callable[..., AbstractContextManager[Any]] = datastore.transaction
         self._connect = connect
@@ -138,7 +152,7 @@ class AdvisoryTurns(Turns):
         @contextmanager
         def get_connection() -> Iterator[Any]:
             """The thread's connection while it holds turns, else one from the pool."""
-            pinned = getattr(self._local, "conn", None)
+            pinned = self._pinned()
             if pinned is None:
                 with connect() as conn:
                     yield conn
@@ -149,7 +163,7 @@ class AdvisoryTurns(Turns):
         @contextmanager
         def transaction(*, commit: bool = False) -> Iterator[Any]:
             """Inside the thread's transaction of turns, a cursor in it; else as before."""
-            pinned = getattr(self._local, "conn", None)
+            pinned = self._pinned()
             if pinned is None:
                 with begin(commit=commit) as cursor:
                     yield cursor
@@ -160,9 +174,19 @@ class AdvisoryTurns(Turns):
         datastore.get_connection = get_connection
         datastore.transaction = transaction
 
+    def _pinned(self) -> Any:
+        """The thread's kept connection while it is usable; a broken one is let go."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and (conn.closed or conn.info.transaction_status in (
+                TransactionStatus.INERROR, TransactionStatus.UNKNOWN)):
+            log.warning("the connection holding turns broke: going on without them")
+            self.end()
+            return None
+        return conn
+
     def holding(self) -> bool:
         """True while this thread's transaction of turns is open."""
-        return getattr(self._local, "conn", None) is not None
+        return self._pinned() is not None
 
     def take(self, stream: UUID, *, wait: bool) -> bool:
         return self._take(stream, wait=wait, after=None)[0]
@@ -178,43 +202,60 @@ class AdvisoryTurns(Turns):
               after: int | None) -> tuple[bool, list[Any] | None]:
         local = self._local
         key = stream_key(stream)
-        held: set[int] = getattr(local, "keys", set())
-        if key in held:
+        if key in getattr(local, "keys", ()):
             return True, None
+        queue = self._queues[key % PROCESS_QUEUES]
+        if wait:
+            queued = queue.acquire(timeout=self._seconds or -1)
+        else:
+            queued = queue.acquire(blocking=False)
+        if not queued:
+            return False, None  # another thread of this process holds it (or waits)
         first = getattr(local, "conn", None) is None
-        if first:
-            stack = ExitStack()
-            conn = stack.enter_context(self._connect())
-            local.stack, local.keys, local.conn = stack, set(), conn
-        conn = local.conn
         try:
-            with _as_library_errors():
-                lock = conn.cursor(row_factory=tuple_row)
-                reading = None if after is None else conn.cursor(binary=True,
-                                                                 row_factory=tuple_row)
-                with conn.pipeline():
-                    if first:
-                        conn.execute("BEGIN")
-                    if wait:
-                        conn.execute("SELECT set_config('lock_timeout', %s, true)",
-                                     (self._timeout,))
-                        lock.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-                    else:
-                        lock.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,))
-                    if reading is not None:
-                        reading.execute(self._read, (stream, after), prepare=True)
-                row = lock.fetchone()
-                got = wait or bool(row and row[0])
-                rows = reading.fetchall() if reading is not None else None
-        except persistence.OperationalError as err:  # the wait timed out, or the server went
+            if first:
+                local.keys, local.queues = set(), []
+                local.stack = ExitStack()
+                local.conn = local.stack.enter_context(self._connect())
+            local.queues.append(queue)
+            got, rows = self._lock_and_read(local.conn, stream, key, first=first,
+                                            wait=wait, after=after)
+        except persistence.OperationalError as err:  # timed out, no connection, server gone
             log.warning("no turn on stream %s (%s): going on without it", stream, err)
-            self.end()
+            self.end(also=queue)
             return False, None
+        except BaseException:
+            self.end(also=queue)
+            raise
         if got:
             local.keys.add(key)
-        elif first:
-            self.end()
+        else:
+            local.queues.remove(queue)
+            queue.release()
+            if first:
+                self.end()
         return got, rows
+
+    def _lock_and_read(self, conn: Any, stream: UUID, key: int, *, first: bool, wait: bool,
+                       after: int | None) -> tuple[bool, list[Any] | None]:
+        with _as_library_errors():
+            lock = conn.cursor(row_factory=tuple_row)
+            reading = None if after is None else conn.cursor(binary=True,
+                                                             row_factory=tuple_row)
+            with conn.pipeline():
+                if first:
+                    conn.execute("BEGIN")
+                if wait:
+                    conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                                 (self._timeout,))
+                    lock.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+                else:
+                    lock.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,))
+                if reading is not None:
+                    reading.execute(self._read, (stream, after), prepare=True)
+            row = lock.fetchone()
+            got = wait or bool(row and row[0])
+            return got, reading.fetchall() if reading is not None else None
 
     def commit(self, statement: Any, params: Any) -> list[Any]:
         """Run the append in this thread's transaction of turns and commit it, in one round
@@ -228,29 +269,44 @@ class AdvisoryTurns(Turns):
                         cursor.execute(statement, params, prepare=True)
                         conn.execute("COMMIT")
                 except psycopg.Error:
-                    if not conn.closed:
-                        conn.execute("ROLLBACK")
+                    with contextlib.suppress(psycopg.Error):
+                        if not conn.closed:
+                            conn.execute("ROLLBACK")
                     raise
                 return list(cursor.fetchall())
         finally:
             self.end()
 
-    def end(self) -> None:
+    def end(self, also: threading.Lock | None = None) -> None:
+        """Let go of the thread's turns (roll back what is open) and its kept connection,
+        and of ``also``, a process queue taken on the way."""
         local = self._local
+        queues: list[threading.Lock] = getattr(local, "queues", [])
+        if also is not None and also not in queues:
+            also.release()
         conn = getattr(local, "conn", None)
-        if conn is None:
-            return
+        if conn is None and not queues and getattr(local, "stack", None) is None:
+            return  # nothing held (every attempt ends here)
         try:
-            if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            if conn is not None and not conn.closed and (
+                    conn.info.transaction_status != TransactionStatus.IDLE):
                 conn.execute("ROLLBACK")  # lets go of the turns
         except psycopg.Error as err:
             log.warning("could not roll back a transaction of turns (%s): closing its "
                         "connection", err)
-            conn.close()  # its session ends, and its locks with it
+            if conn is not None:
+                conn.close()  # its session ends, and its locks with it
         finally:
             local.conn = None
             local.keys = set()
-            local.stack.close()
+            local.queues = []
+            for queue in queues:
+                queue.release()
+            stack = getattr(local, "stack", None)
+            local.stack = None
+            if stack is not None:
+                stack.close()
+
 
 
 # -- SQLite -----------------------------------------------------------------------------

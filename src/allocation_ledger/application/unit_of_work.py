@@ -139,20 +139,17 @@ class UnitOfWork:
         policy = self._policy
         turn = not cached and self._turns and policy is not None and policy.takes_turn(
             provider_uuid)
-        known = None
         if turn and policy is not None:  # wait for its holder (for the first turn only)
-            known = self._store.cached_version(stream)
             waits = not self._holding
-            found, held = self._store.get_in_turn(stream, wait=waits)
+            found, held, others = self._store.get_in_turn(stream, wait=waits)
             if waits and not held and self._store.has_turns:
                 policy.turn_not_had(provider_uuid)
             self._holding = self._holding or held
+            if others:
+                policy.clashed([provider_uuid])  # others still write to it: keep taking turns
         else:
             found = self._store.get(stream, cached=cached)
         self._providers[provider_uuid] = found if isinstance(found, Provider) else None
-        if turn and policy is not None and known is not None and isinstance(
-                found, Provider) and found.version != known:
-            policy.clashed([provider_uuid])  # others still write to it: keep taking turns
         if cached:
             self._cached_reads.add(provider_uuid)
 
@@ -214,7 +211,7 @@ class UnitOfWork:
 
     def end_turns(self) -> None:
         """Let go of the providers this attempt held (after its commit, or its failure)."""
-        if self._holding:
+        if self._turns:
             self._holding = False
             self._store.end_turns()
 

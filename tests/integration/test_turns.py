@@ -105,14 +105,18 @@ def test_without_contention_or_with_turns_off_nothing_is_held(durable_url: str) 
         assert theirs.store.take_turn(provider_stream_id(host), wait=True)
         assert theirs.store.take_turn(provider_stream_id(other), wait=True)
         try:
-            _claim(mine, host)  # turns off: not held up by theirs
+            began = time.monotonic()
+            _claim(mine, host)  # turns off: not held up by theirs (it would wait 10-30 s)
+            assert time.monotonic() - began < 5
         finally:
             theirs.store.end_turns()
     with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
         host = a_host(mine, vcpu=100)
         assert theirs.store.take_turn(provider_stream_id(host), wait=True)
         try:
+            began = time.monotonic()
             _claim(mine, host)  # never clashed on: not contended, not held up
+            assert time.monotonic() - began < 5
         finally:
             theirs.store.end_turns()
 

@@ -158,13 +158,9 @@ class EventStore(Application[UUID]):
         """The stream at ``version``: a copy of its cached aggregate with the ``appended``
         events that follow it applied, or ``None`` when the cache does not hold the stream
         from before those events (it was evicted, or read past them meanwhile)."""
-        cache = self.repository.cache
-        if cache is None:
-            return None
         with self._read_locks[stream.int % len(self._read_locks)]:
-            try:
-                cached: Aggregate = cache.get(stream)  # type: ignore[assignment]
-            except KeyError:
+            cached = self._cached(stream)
+            if cached is None:
                 return None
             base = working_copy(cached)
         events = [e for e in appended if e.originator_id == stream
@@ -249,17 +245,9 @@ class EventStore(Application[UUID]):
             return
         for aggregate in aggregates:
             with self._read_locks[aggregate.id.int % len(self._read_locks)]:
-                try:
-                    current = cache.get(aggregate.id)
-                except KeyError:
-                    current = None
+                current = self._cached(aggregate.id)
                 if current is None or current.version < aggregate.version:
                     cache.put(aggregate.id, working_copy(aggregate))
-
-    @property
-    def has_turns(self) -> bool:
-        """True when this store's writers can take turns (not in memory)."""
-        return type(self._turns) is not Turns
 
     def take_turn(self, stream_id: UUID, *, wait: bool) -> bool:
         """Hold ``stream_id`` for this thread until :meth:`end_turns`, so that other
@@ -276,18 +264,13 @@ class EventStore(Application[UUID]):
         the turn was taken lets go of the thread's turns."""
         known = self.cached_version(stream_id)
         if known is None:
-            held = self.take_turn(stream_id, wait=wait)
-            return self._after_turn(stream_id), held, False
-        held, rows = self._turns.take_reading(stream_id, wait=wait, after=known)
+            held, rows = self.take_turn(stream_id, wait=wait), None
+        else:
+            held, rows = self._turns.take_reading(stream_id, wait=wait, after=known)
         try:
             if rows is not None:
                 with self._read_locks[stream_id.int % len(self._read_locks)]:
-                    cache = self.repository.cache
-                    try:
-                        cached: Aggregate | None = cache.get(  # type: ignore[union-attr,assignment]
-                            stream_id)
-                    except KeyError:
-                        cached = None
+                    cached = self._cached(stream_id)
                     if cached is not None and cached.version == known:
                         aggregate = project(cached, (
                             self.mapper.to_domain_event(StoredEvent(*row)) for row in rows))
@@ -300,30 +283,12 @@ class EventStore(Application[UUID]):
         others = found is not None and before is not None and found.version != before
         return found, held, others
 
-    def _after_turn(self, stream_id: UUID) -> Aggregate | None:
-        try:
-            return self.get(stream_id)
-        except BaseException:
-            self.end_turns()
-            raise
-
     def end_turns(self) -> None:
         """Let go of every stream this thread holds."""
         self._turns.end()
 
-    def is_cached(self, stream_id: UUID) -> bool:
-        """True when this process's cache holds the stream (then it exists)."""
-        cache = self.repository.cache
-        if cache is None:
-            return False
-        try:
-            cache.get(stream_id)
-        except KeyError:
-            return False
-        return True
-
-    def cached_version(self, stream_id: UUID) -> int | None:
-        """The version of this process's cached copy of a stream (``None``: not cached)."""
+    def _cached(self, stream_id: UUID) -> Aggregate | None:
+        """This process's cached aggregate of a stream, as it is (``None``: not cached)."""
         cache = self.repository.cache
         if cache is None:
             return None
@@ -331,7 +296,16 @@ class EventStore(Application[UUID]):
             found: Aggregate = cache.get(stream_id)  # type: ignore[assignment]
         except KeyError:
             return None
-        return found.version
+        return found
+
+    def is_cached(self, stream_id: UUID) -> bool:
+        """True when this process's cache holds the stream (then it exists)."""
+        return self._cached(stream_id) is not None
+
+    def cached_version(self, stream_id: UUID) -> int | None:
+        """The version of this process's cached copy of a stream (``None``: not cached)."""
+        found = self._cached(stream_id)
+        return None if found is None else found.version
 
     def stream_version(self, stream_id: UUID) -> int | None:
         """The version of a stream's last event, read straight from the store."""

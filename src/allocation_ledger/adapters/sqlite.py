@@ -39,7 +39,7 @@ from eventsourcing.sqlite import (
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import notification
-from allocation_ledger.adapters.turns import file_turns
+from allocation_ledger.adapters.turns import file_turns, poll
 from allocation_ledger.domain.errors import StoreUnusable
 
 try:
@@ -228,16 +228,14 @@ def _columns(c: SQLiteCursor, table: str) -> list[str]:
 
 
 def _lock(fd: int, deadline: float) -> bool:
-    """Lock ``fd`` exclusively before ``deadline``; False if it could not. The wait polls
-    (there is no timed ``flock``) every 50 us at first, then every 200 us: a blocking
-    ``flock`` hands over no faster in the benchmark's four writer processes."""
-    pause = 0.00005
-    while True:
+    """Lock ``fd`` exclusively before ``deadline``; False if it could not (see
+    :func:`~allocation_ledger.adapters.turns.poll`)."""
+
+    def locked() -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.0002)
+            return False
+        return True
+
+    return poll(locked, deadline)

@@ -137,12 +137,11 @@ class UnitOfWork:
             return
         stream = provider_stream_id(provider_uuid)
         policy = self._policy
-        turn = not cached and self._turns and policy is not None and policy.takes_turn(
-            provider_uuid)
-        if turn and policy is not None:  # wait for its holder (for the first turn only)
+        if not cached and self._turns and policy is not None and policy.takes_turn(
+                provider_uuid):  # wait for its holder (for the attempt's first turn only)
             waits = not self._holding
             found, held, others = self._store.get_in_turn(stream, wait=waits)
-            if waits and not held and self._store.has_turns:
+            if waits and not held:  # a holder that hung, or a store without turns
                 policy.turn_not_had(provider_uuid)
             self._holding = self._holding or held
             if others:

@@ -124,6 +124,23 @@ def test_states_are_stored_byte_for_byte(ledger: Ledger, states: list[bytes],
     assert [by_id[i].state for i in ids or []] == states  # each id got its own event
 
 
+@pytest.mark.parametrize("as_json", [True, False], ids=["JSON states", "bytea states"])
+def test_topics_are_stored_as_given(ledger: Ledger, as_json: bool) -> None:
+    """The ids, versions and topics go to the server as array literals written by the
+    recorder: a topic with the literal's own syntax in it (quotes, backslashes, commas,
+    braces, spaces, NULL) still reads back exactly."""
+    recorder = _recorder(ledger)
+    recorder.states_are_json = as_json
+    topics = ['m:"quoted"', "m:back\\slash\\", "m:a,b", "m:{braces}", "m: spaced ", "NULL",
+              "m:caf\u00e9", ""]
+    stream = uuid4()
+    recorder.insert_events([StoredEvent(stream, v, topic, b"{}")
+                            for v, topic in enumerate(topics, start=1)])
+    stored = recorder.select_events(stream)
+    assert [(e.originator_id, e.originator_version, e.topic) for e in stored] == [
+        (stream, v, topic) for v, topic in enumerate(topics, start=1)]
+
+
 def test_a_large_append_keeps_its_order(ledger: Ledger) -> None:
     recorder = _recorder(ledger)
     events = [StoredEvent(uuid4(), 1, f"t:T{i % 7}", b'{"i":%d}' % i) for i in range(3000)]

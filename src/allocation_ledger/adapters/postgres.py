@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 from uuid import UUID
 
+import psycopg
 from eventsourcing.persistence import (
     InterfaceError,
     Notification,
@@ -41,6 +42,7 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.adapters.pgerrors import library_error
 from allocation_ledger.adapters.pgschema import (
     ABSENT,
     UNCHAINED,
@@ -211,11 +213,16 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         )
         if self.turns.holding():  # in this thread's transaction of turns, with its COMMIT
             return [row[0] for row in self.turns.commit(statement, params)]
-        # the datastore turns psycopg's errors into the library's (IntegrityError...)
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as c:
-            assert conn.autocommit  # one statement, one transaction
-            c.execute(statement, params, prepare=True)
-            return [row[0] for row in c.fetchall()]
+        # straight from the pool (the datastore's get_connection, which only adds its
+        # composite types, costs ~20 us), psycopg's errors as the library's (IntegrityError)
+        try:
+            with self.datastore.pool.connection() as conn, \
+                    conn.cursor(row_factory=tuple_row) as c:
+                assert conn.autocommit  # one statement, one transaction
+                c.execute(statement, params, prepare=True)
+                return [row[0] for row in c.fetchall()]
+        except psycopg.Error as err:
+            raise library_error(err) from err
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_notifications(

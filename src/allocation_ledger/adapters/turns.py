@@ -50,6 +50,8 @@ from eventsourcing import persistence
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 
+from allocation_ledger.adapters.pgerrors import as_library_errors
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -97,31 +99,6 @@ class Turns:
 
 # -- PostgreSQL -------------------------------------------------------------------------
 
-#: psycopg's errors as the library's (the order of ``PostgresDatastore.get_connection``).
-_LIBRARY_ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
-    (psycopg.InterfaceError, persistence.InterfaceError),
-    (psycopg.OperationalError, persistence.OperationalError),
-    (psycopg.DataError, persistence.DataError),
-    (psycopg.IntegrityError, persistence.IntegrityError),
-    (psycopg.InternalError, persistence.InternalError),
-    (psycopg.ProgrammingError, persistence.ProgrammingError),
-    (psycopg.NotSupportedError, persistence.NotSupportedError),
-    (psycopg.DatabaseError, persistence.DatabaseError),
-    (psycopg.Error, persistence.PersistenceError),
-)
-
-
-@contextmanager
-def _as_library_errors() -> Iterator[None]:
-    try:
-        yield
-    except psycopg.Error as err:
-        for theirs, ours in _LIBRARY_ERRORS:
-            if isinstance(err, theirs):
-                raise ours(str(err)) from err
-        raise  # pragma: no cover - psycopg.Error is last in the table
-
-
 class AdvisoryTurns(Turns):
     """Turns as PostgreSQL transaction advisory locks (see the module).
 
@@ -158,7 +135,7 @@ class AdvisoryTurns(Turns):
                 with connect() as conn:
                     yield conn
             else:
-                with _as_library_errors():
+                with as_library_errors():
                     yield pinned
 
         @contextmanager
@@ -169,7 +146,7 @@ class AdvisoryTurns(Turns):
                 with begin(commit=commit) as cursor:
                     yield cursor
             else:
-                with _as_library_errors():
+                with as_library_errors():
                     yield pinned.cursor()
 
         datastore.get_connection = get_connection
@@ -239,7 +216,7 @@ class AdvisoryTurns(Turns):
 
     def _lock_and_read(self, conn: Any, stream: UUID, key: int, *, first: bool, wait: bool,
                        after: int | None) -> tuple[bool, list[Any] | None]:
-        with _as_library_errors():
+        with as_library_errors():
             lock = conn.cursor(row_factory=tuple_row)
             reading = None if after is None else conn.cursor(binary=True,
                                                              row_factory=tuple_row)
@@ -263,7 +240,7 @@ class AdvisoryTurns(Turns):
         trip; the rows it returns. The turns end with it, whether it commits or fails."""
         conn = self._local.conn
         try:
-            with _as_library_errors():
+            with as_library_errors():
                 cursor = conn.cursor(row_factory=tuple_row)
                 try:
                     with conn.pipeline():

@@ -90,7 +90,7 @@ def unrecorded_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
     def claim() -> object:
         cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: dict(FLAVOUR)},
                     expected_generation=None, project_id=PROJECT, user_id=USER, devices={})
-        it = Intent("", "claim", "", request_meta(REQUEST), given=False)  # no fingerprint
+        it = Intent("", "claim", request_meta(REQUEST), given=False)  # no record
         uow = run(ledger.store, ledger.policy, claims.claim, cmd, it, [cmd.consumer_uuid],
                   recorded=False)
         return ConsumerView.of(cmd.consumer_uuid, uow.consumer(cmd.consumer_uuid))

@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 from uuid import UUID, uuid4
 
@@ -87,18 +88,28 @@ RECOVERY_PAUSE = 0.5
 CommandId = str | UUID
 
 
+Inputs = tuple[BaseModel | Mapping[str, Any] | str | int | None, ...]
+
+
 @dataclass
 class Intent:
-    """One call of a command: its id, name, argument fingerprint and request metadata."""
+    """One call of a command: its id, name, validated arguments and request metadata."""
 
     command_id: str
     name: str
-    fingerprint: str
     meta: RequestMeta
     #: the caller chose the id (a retry is possible), or the ledger made it up
     given: bool
+    #: the command's validated arguments (frozen models and values the ledger made)
+    inputs: Inputs = ()
     #: an append of this command was sent (its outcome is unknown if the connection broke)
     sent: bool = field(default=False)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The arguments' fingerprint (:func:`fingerprint`), taken when first asked for: a
+        command appended in a group commit is never recorded, so never needs it."""
+        return fingerprint(self.name, self.inputs)
 
 
 def intent(name: str, command_id: CommandId | None,
@@ -107,12 +118,10 @@ def intent(name: str, command_id: CommandId | None,
     """The intent of a call of command ``name`` with these validated ``inputs``."""
     given = command_id is not None
     chosen = command_id_of(command_id) if command_id is not None else uuid4().hex
-    return Intent(chosen, name, fingerprint(name, inputs), request_meta(request, chosen),
-                  given)
+    return Intent(chosen, name, request_meta(request, chosen), given, inputs)
 
 
-def fingerprint(name: str, inputs: tuple[BaseModel | Mapping[str, Any] | str | int | None, ...],
-                ) -> str:
+def fingerprint(name: str, inputs: Inputs) -> str:
     """The SHA-256 of the canonical JSON of ``[name, inputs]`` (inputs as their JSON dumps).
 
     A model's JSON dump needs no :func:`_keyed` pass: pydantic's JSON mode gives every

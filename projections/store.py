@@ -58,7 +58,7 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
     if "postgres" in module:
         schema = env.get("POSTGRES_SCHEMA") or "public"
         engine = _postgres_engine(env, schema)
-    elif module.endswith("sqlite"):
+    elif env.get("SQLITE_DBNAME"):  # a SQLite store, whichever factory opens it
         engine = _sqlite_engine(f"sqlite+pysqlite:///{env.get('SQLITE_DBNAME')}", {})
     else:
         engine = _sqlite_engine("sqlite+pysqlite://", {"poolclass": StaticPool})

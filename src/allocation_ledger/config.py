@@ -104,7 +104,8 @@ def parse_url(url: str | None = None) -> StoreConfig:
             raise InvalidRequest(f"no database file in {url!r}", url=url)
         return StoreConfig(url, "sqlite", {
             **common,
-            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "PERSISTENCE_MODULE":
+                "allocation_ledger.adapters.sqlite:StatementCachingSQLiteFactory",
             "SQLITE_DBNAME": path,
             "SQLITE_LOCK_TIMEOUT": "30",
             "APPLICATION_RECORDER_TOPIC":

@@ -30,12 +30,16 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import Notification, StoredEvent
+from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
+    SQLiteConnection,
+    SQLiteConnectionPool,
     SQLiteCursor,
+    SQLiteFactory,
 )
+from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import notification
@@ -48,7 +52,48 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 LOCK_SUFFIX = "-writer.lock"
+#: Prepared statements each connection keeps (Python's default).
+STATEMENT_CACHE = 128
 log = logging.getLogger(__name__)
+
+
+class StatementCachingPool(SQLiteConnectionPool):
+    """The library's SQLite pool, whose connections keep their prepared statements.
+
+    The library opens its connections with ``cached_statements=True``, which Python reads
+    as a cache of one statement: an append (``BEGIN``, the write lock, the chain's head, the
+    insert, ``COMMIT``) prepared every statement anew, about 45 us of its 230 us. These are
+    the library's connections otherwise (its ``_create_connection``, but for the cache).
+    """
+
+    def _create_connection(self) -> SQLiteConnection:
+        try:
+            c = sqlite3.connect(database=self.db_name, uri=True, check_same_thread=False,
+                                isolation_level=None,  # autocommit: the library BEGINs
+                                cached_statements=STATEMENT_CACHE,
+                                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT)
+        except (sqlite3.Error, TypeError) as e:
+            raise InterfaceError(e) from e
+        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
+            mode = c.execute("PRAGMA journal_mode;").fetchone()[0]
+            if mode.lower() != "wal":
+                c.execute("PRAGMA journal_mode=WAL;")
+                self.journal_mode_was_changed_to_wal = True
+            self.is_journal_mode_wal = True
+        c.row_factory = sqlite3.Row
+        return SQLiteConnection(sqlite_conn=c, max_age=self.max_age)
+
+
+class StatementCachingSQLiteFactory(SQLiteFactory):
+    """The library's SQLite factory, with a :class:`StatementCachingPool`."""
+
+    def __init__(self, env: Environment | EnvType | None) -> None:
+        super().__init__(env)
+        old = self.datastore.pool  # made, never connected: replaced with the same settings
+        self.datastore.pool = StatementCachingPool(
+            db_name=old.db_name, lock_timeout=old.lock_timeout, pool_size=old.pool_size,
+            max_overflow=old.max_overflow, pool_timeout=old.pool_timeout,
+            max_age=old.max_age, pre_ping=old.pre_ping)
 
 
 class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):

@@ -47,12 +47,20 @@ class Names:
         return SQL("{0}.{1}").format(Identifier(self.schema), Identifier(name))
 
 
+# The body runs cold on every call (a new transaction each time: about 120 us of an append's
+# server time for a claim of three events, 130 before), so it keeps its statements few: the
+# lock timeout set by an assignment (a simple expression, where PERFORM runs a whole SELECT),
+# the JSON states parsed once (their count checked on the array they give, not by a second
+# parse in json_array_length), each position taken straight into the array the INSERT reads
+# and returned as it is taken (no query to return them), each link one expression. The
+# chaining stays a loop: positions taken in one query, or the whole append as one INSERT with
+# a recursive CTE for the chain, measured slower (about 1.27x and 1.13x the body's time).
 _BODY = """
 DECLARE
-  st bytea[]; prev bytea; pos bigint; tb bytea; msg bytea;
+  st bytea[]; prev bytea; tb bytea; setting text;
   positions bigint[] := '{{}}'; hashes bytea[] := '{{}}';
 BEGIN
-  PERFORM set_config('lock_timeout', lock_timeout, true);
+  setting := set_config('lock_timeout', lock_timeout, true);
   LOCK TABLE {table} IN EXCLUSIVE MODE;
   -- the head below must be read after the lock: only READ COMMITTED takes a new snapshot
   IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -64,33 +72,33 @@ BEGIN
   SELECT chain_hash INTO prev FROM {table} ORDER BY notification_id DESC LIMIT 1;
   prev := coalesce(prev, '\\x{genesis}'::bytea);
   FOR i IN 1 .. cardinality(ids) LOOP
-    pos := nextval({sequence}::regclass);
+    positions[i] := nextval({sequence}::regclass);
     tb := convert_to(topics[i], 'UTF8');
-    msg := prev || int8send(pos) || uuid_send(ids[i]) || int8send(versions[i])
-           || int4send(octet_length(tb)) || tb || st[i];
     IF inner_key IS NULL THEN
-      prev := sha256(msg);
+      prev := sha256(prev || int8send(positions[i]) || uuid_send(ids[i])
+                     || int8send(versions[i]) || int4send(octet_length(tb)) || tb || st[i]);
     ELSE
-      prev := sha256(outer_key || sha256(inner_key || msg));
+      prev := sha256(outer_key || sha256(inner_key || prev || int8send(positions[i])
+                     || uuid_send(ids[i]) || int8send(versions[i]) || int4send(octet_length(tb))
+                     || tb || st[i]));
     END IF;
-    positions[i] := pos;
     hashes[i] := prev;
+    RETURN NEXT positions[i];
   END LOOP;
   INSERT INTO {table} (notification_id, originator_id, originator_version, topic, state,
                        chain_hash)
   SELECT * FROM unnest(positions, ids, versions, topics, st, hashes);
-  RETURN QUERY SELECT unnest(positions);
 END
 """
 
 _STATES = {
     "bytea[]": "st := states;",
-    # the JSON array's elements, as their exact text
-    "json": "IF json_array_length(states) <> cardinality(ids) THEN "
-            "RAISE EXCEPTION 'append: % states for % events', json_array_length(states), "
-            "cardinality(ids); END IF; "
-            "st := ARRAY(SELECT convert_to(s.state::text, 'UTF8') FROM "
-            "json_array_elements(states) WITH ORDINALITY AS s(state, n) ORDER BY n);",
+    # the JSON array's elements, as their exact text (one parse: counted on the array it gives)
+    "json": "st := ARRAY(SELECT convert_to(s.state::text, 'UTF8') FROM "
+            "json_array_elements(states) WITH ORDINALITY AS s(state, n) ORDER BY n); "
+            "IF cardinality(st) <> cardinality(ids) THEN "
+            "RAISE EXCEPTION 'append: % states for % events', cardinality(st), "
+            "cardinality(ids); END IF;",
 }
 
 

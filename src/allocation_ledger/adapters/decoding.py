@@ -8,17 +8,19 @@ it is the ``timestamp``, plain JSON parsing (``orjson``, three times faster than
 standard library's parser) and decoding that one value gives the same event several times
 faster. Any other record (a typed value elsewhere, a cipher, compression, an upcast class,
 an integer past 64 bits, which ``orjson`` reads as a float) goes through the
-mapper itself. ``tests/audit`` checks both give equal events. Used by the audit replay and
-the projections catch-up.
+mapper itself. ``tests/audit`` checks both give equal events. Used by the audit replay, the
+projections catch-up, and the store's own mapper (``encoding.PlainMapper``) for every read of
+the write path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
+from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent, Transcoding
 from eventsourcing.utils import resolve_topic
 
 TYPED = b'"_type_"'
@@ -43,39 +45,43 @@ def plain_json(mapper: Mapper[UUID]) -> bool:
 
 
 class Decoder:
-    """Turns a store's notifications into domain events (``Mapper.to_domain_event``)."""
+    """Turns a store's notifications into domain events (``Mapper.to_domain_event``).
 
-    def __init__(self, mapper: Mapper[UUID]) -> None:
-        self._mapper = mapper
+    ``fallback`` decodes the records the fast path leaves to the mapper (by default the
+    mapper's own ``to_domain_event``)."""
+
+    def __init__(self, mapper: Mapper[UUID],
+                 fallback: Callable[[StoredEvent], Any] | None = None) -> None:
+        self._fallback = fallback or mapper.to_domain_event
         self._plain = plain_json(mapper)
         self._names: dict[str, Transcoding] = (
             mapper.transcoder.names if isinstance(mapper.transcoder, JSONTranscoder) else {})
         self._classes: dict[str, type] = {}
 
-    def __call__(self, notification: Notification) -> Any:
+    def __call__(self, notification: StoredEvent) -> Any:
         """The domain event; raises what the mapper raises for a record it cannot read."""
         if not self._plain or notification.state.count(TYPED) != 1:
-            return self._mapper.to_domain_event(notification)
+            return self._fallback(notification)
         cls = self._classes.get(notification.topic)
         if cls is None:
             cls = resolve_topic(notification.topic)
             if getattr(cls, "class_version", 1) != 1:
-                return self._mapper.to_domain_event(notification)  # needs upcasting
+                return self._fallback(notification)  # needs upcasting
             self._classes[notification.topic] = cls
         if _long_number(notification.state):
-            return self._mapper.to_domain_event(notification)  # orjson may read a float
+            return self._fallback(notification)  # orjson may read a float
         try:
             state = orjson.loads(notification.state)
         except orjson.JSONDecodeError:
-            return self._mapper.to_domain_event(notification)
+            return self._fallback(notification)
         if type(state) is not dict or "class_version" in state:
-            return self._mapper.to_domain_event(notification)
+            return self._fallback(notification)
         stamp = state.get("timestamp")
         if type(stamp) is not dict or "_data_" not in stamp:  # the typed value is elsewhere
-            return self._mapper.to_domain_event(notification)
+            return self._fallback(notification)
         transcoding = self._names.get(str(stamp.get("_type_")))
         if transcoding is None:  # a type this store does not know: let the mapper say so
-            return self._mapper.to_domain_event(notification)
+            return self._fallback(notification)
         state["timestamp"] = transcoding.decode(stamp["_data_"])
         originator = notification.originator_id
         state["originator_id"] = originator if isinstance(originator, UUID) else UUID(

@@ -11,6 +11,7 @@ have made and ``orjson`` writes the same bytes as the mapper, several times fast
 escape the same characters of a string and nothing else: ``tests/unit/test_encoding.py``).
 Any other event (a float, whose digits the two write differently, a typed value deeper
 down, a subclass of a plain type, a cipher, compression) goes through the mapper itself.
+Stored events are read back the way a replay reads them (``decoding.Decoder``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent
 from eventsourcing.utils import get_topic
 
-from allocation_ledger.adapters.decoding import plain_json
+from allocation_ledger.adapters.decoding import Decoder, plain_json
 
 #: Integers both encoders write the same way (orjson refuses others).
 _LOWEST, _BEYOND = -(2**63), 2**64
@@ -62,6 +63,13 @@ class PlainMapper(Mapper[UUID]):
     def __init__(self, transcoder: Any, compressor: Any = None, cipher: Any = None) -> None:
         super().__init__(transcoder, compressor=compressor, cipher=cipher)
         self._plain = plain_json(self)
+        self._decode = Decoder(self, fallback=super().to_domain_event)
+
+    def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+        """The domain event, as the library's mapper makes it, decoded as a replay decodes
+        (``decoding.Decoder``: several times faster for the ledger's plain events)."""
+        event: DomainEventProtocol[UUID] = self._decode(stored_event)
+        return event
 
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         """The stored event, byte for byte what the library's mapper makes of it."""

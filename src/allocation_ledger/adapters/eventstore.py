@@ -20,6 +20,7 @@ from eventsourcing.utils import Environment, EnvType, strtobool
 
 from allocation_ledger.adapters.decoding import plain_json
 from allocation_ledger.adapters.encoding import PlainMapper
+from allocation_ledger.adapters.notifications import stored_event
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.adapters.turns import Turns
 from allocation_ledger.domain.consumer import Consumer
@@ -273,7 +274,7 @@ class EventStore(Application[UUID]):
                     cached = self._cached(stream_id)
                     if cached is not None and cached.version == known:
                         aggregate = project(cached, (
-                            self.mapper.to_domain_event(StoredEvent(*row)) for row in rows))
+                            self.mapper.to_domain_event(stored_event(*row)) for row in rows))
                         return working_copy(aggregate), held, bool(rows)
             before = self.cached_version(stream_id)  # not read with the turn, or moved
             found = self.get(stream_id)

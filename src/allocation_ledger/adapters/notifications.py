@@ -1,10 +1,12 @@
-"""Notifications as the recorders read them: the library's record plus its chain hash."""
+"""Records as the recorders read them: notifications (the library's record plus its chain
+hash) and a stream's stored events, built without the frozen dataclass's per-field
+``object.__setattr__``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from eventsourcing.persistence import Notification
+from eventsourcing.persistence import Notification, StoredEvent
 
 
 def notification(position: int, stream: Any, version: int, topic: str, state: bytes,
@@ -30,3 +32,31 @@ def chained(store: Any) -> bool:
     """True when the event store keeps a hash chain (SQLite and PostgreSQL do; memory does
     not)."""
     return hasattr(store.recorder, "chain_facts")
+
+
+def stored_event(stream: Any, version: int, topic: str, state: bytes) -> StoredEvent:
+    """A ``StoredEvent``, built as :func:`notification` builds a notification."""
+    found = object.__new__(StoredEvent)
+    object.__setattr__(found, "__dict__", {
+        "originator_id": stream, "originator_version": version, "topic": topic,
+        "state": state})
+    return found
+
+
+def events_filter(gt: int | None, lte: int | None, desc: bool, limit: int | None,
+                  placeholder: str) -> tuple[str, list[int]]:
+    """The rest of the library's query of one stream's events (after ``WHERE
+    originator_id = ?``), and its parameters after the stream's: the same filter, order
+    and limit as the library's ``select_events``."""
+    text, params = "", []
+    if gt is not None:
+        text += f" AND originator_version > {placeholder}"
+        params.append(gt)
+    if lte is not None:
+        text += f" AND originator_version <= {placeholder}"
+        params.append(lte)
+    text += " ORDER BY originator_version " + ("DESC" if desc else "ASC")
+    if limit is not None:
+        text += f" LIMIT {placeholder}"
+        params.append(limit)
+    return text, params

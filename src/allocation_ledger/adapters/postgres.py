@@ -41,7 +41,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from allocation_ledger.adapters import chain
-from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.adapters.notifications import events_filter, notification, stored_event
 from allocation_ledger.adapters.pgerrors import library_error
 from allocation_ledger.adapters.pgschema import (
     ABSENT,
@@ -119,6 +119,11 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             "SELECT notification_id, originator_id, originator_version, topic, state, "
             "chain_hash FROM {0}.{1}"
         ).format(schema, table)
+        self._select_stream = SQL(
+            "SELECT originator_version, topic, state FROM {0}.{1} WHERE originator_id = %s"
+        ).format(schema, table)
+        #: the texts of one stream's queries (by filter), made once each (:meth:`select_events`)
+        self._stream_texts: dict[str, str] = {}
         self._select_streams = self._select + SQL(
             " WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, originator_version")
         #: writers' turns on contended streams (``adapters/turns.py``)
@@ -259,6 +264,27 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             curs.execute(statement, params, prepare=True)
             return [notification(*row) for row in curs.fetchall()]
 
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def select_events(
+        self, originator_id: UUID | str, *, gt: int | None = None, lte: int | None = None,
+        desc: bool = False, limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """The library's ``select_events``, in binary as plain tuples, each statement's text
+        made once (the library composes and renders it on every call): a cached provider
+        brought up to date with other writers' events reads a dozen of them per claim."""
+        stream = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
+        rest, params = events_filter(gt, lte, desc, limit, "%s")
+        with self.datastore.get_connection() as conn, conn.cursor(
+            binary=True, row_factory=tuple_row
+        ) as curs:
+            statement = self._stream_texts.get(rest)
+            if statement is None:
+                statement = self._stream_texts[rest] = (
+                    self._select_stream.as_string(conn) + rest)
+            curs.execute(statement, [stream, *params], prepare=True)
+            return [stored_event(stream, version, topic, state)
+                    for version, topic, state in curs.fetchall()]
 
     def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
         """Every event of these streams, by stream and in order, in one query (binary)."""

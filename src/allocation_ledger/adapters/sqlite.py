@@ -42,7 +42,7 @@ from eventsourcing.sqlite import (
 from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.adapters import chain
-from allocation_ledger.adapters.notifications import notification
+from allocation_ledger.adapters.notifications import events_filter, notification, stored_event
 from allocation_ledger.adapters.turns import file_turns, poll
 from allocation_ledger.domain.errors import StoreUnusable
 
@@ -118,6 +118,8 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
                         "topic, state, chain_hash) VALUES (?, ?, ?, ?, ?, ?)")
         self._select = (f"SELECT rowid, originator_id, originator_version, topic, state, "
                         f"chain_hash FROM {table} WHERE rowid >= ? AND rowid <= ? ")
+        self._select_stream = (f"SELECT originator_version, topic, state FROM {table} "
+                               "WHERE originator_id = ?")
 
     def construct_create_table_statements(self) -> list[str]:
         """The library's events table with a ``chain_hash`` column, and the chain's facts."""
@@ -226,6 +228,23 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             c.execute(self._select + "ORDER BY rowid LIMIT ?", (low, high, limit))
             return [notification(row[0], UUID(row[1]), row[2], row[3], row[4], row[5])
                     for row in c.fetchall()]
+
+    def select_events(
+        self, originator_id: UUID | str, *, gt: int | None = None, lte: int | None = None,
+        desc: bool = False, limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """The library's ``select_events``, each row's stream id not parsed again (every
+        row is of the stream asked for): a cached provider brought up to date with other
+        writers' events reads a dozen of them per claim."""
+        stream: UUID | str = originator_id
+        if self.datastore.originator_id_type == "uuid" and not isinstance(stream, UUID):
+            stream = UUID(stream)
+        rest, params = events_filter(gt, lte, desc, limit, "?")
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(self._select_stream + rest,
+                      [stream.hex if isinstance(stream, UUID) else stream, *params])
+            return [stored_event(stream, version, topic, state)
+                    for version, topic, state in c.fetchall()]
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any

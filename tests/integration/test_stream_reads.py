@@ -50,8 +50,21 @@ def test_reads_a_stream_as_the_library_does(opened: Ledger, kwargs: dict[str, An
     ours = list(recorder.select_events(stream, **kwargs))
     assert ours == _library(recorder, stream, **kwargs)
     assert all(e.originator_id == stream and type(e.state) is bytes for e in ours)
-    assert list(recorder.select_events(str(stream), **kwargs)) == ours  # named by text too
+    for named in (str(stream), stream.hex):  # a stream named by text: as the library reads it
+        assert list(recorder.select_events(named, **kwargs)) == _library(
+            recorder, named, **kwargs)
 
 
 def test_an_unknown_stream_reads_nothing(opened: Ledger) -> None:
     assert list(opened.store.recorder.select_events(uuid4())) == []
+
+
+def test_a_malformed_stream_id_fails_as_in_the_library(opened: Ledger) -> None:
+    recorder = opened.store.recorder
+    try:
+        expected: Any = _library(recorder, "not-a-uuid")
+    except Exception as err:  # PostgreSQL refuses the text: the same error either way
+        with pytest.raises(type(err)):
+            recorder.select_events("not-a-uuid")
+    else:  # SQLite compares text: nothing found
+        assert list(recorder.select_events("not-a-uuid")) == expected == []

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from allocation_ledger.application.command_ids import _keyed, intent
+from allocation_ledger import open_ledger
+from allocation_ledger.application.command_ids import _keyed, fingerprint, intent
+from allocation_ledger.application.handlers import claims
+from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     ClaimIn,
     ClassIn,
@@ -26,6 +29,7 @@ from allocation_ledger.application.inputs import (
     request_meta,
 )
 from allocation_ledger.domain.errors import InvalidRequest
+from tests.builders import a_host, new_id
 
 H = "0b8e6c4e-2f0e-4a43-9c86-5d2f3b0c9a11"
 H2 = "7d6f5e4c-3b2a-4190-8f7e-6d5c4b3a2910"
@@ -129,3 +133,23 @@ def test_a_bad_request_is_refused_every_time(request_: Any) -> None:
     for _ in range(2):
         with pytest.raises(InvalidRequest):
             request_meta(request_, "cid")
+
+
+def test_a_recorded_command_keeps_the_fingerprint_of_its_arguments_as_given() -> None:
+    """The fingerprint is taken lazily (a grouped command never needs it), but a command that
+    may be recorded takes it before its handler runs: a handler that changed a mutable part
+    of its validated input could not change what the record says was asked."""
+    with open_ledger("memory://fingerprint-timing") as ledger:
+        host = a_host(ledger, vcpu=8)
+        cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: {"VCPU": 1}},
+                    expected_generation=None, project_id="p", user_id="u", devices={})
+        it = intent("claim", "fingerprint-timing-1", None, cmd)
+        asked = fingerprint("claim", (cmd,))
+
+        def changing(uow: Any, command: ClaimIn) -> object:
+            command.allocations[host]["VCPU"] = 2  # a dict inside the frozen model
+            return claims.claim(uow, command)
+
+        handle(ledger.store, ledger.policy, changing, cmd, it, lambda _: None)
+        assert ledger.command("fingerprint-timing-1").fingerprint == asked
+        assert fingerprint("claim", (cmd,)) != asked  # the input did change

@@ -219,7 +219,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         if self.turns.holding():  # in this thread's transaction of turns, with its COMMIT
             return [row[0] for row in self.turns.commit(statement, params)]
         # straight from the pool (the datastore's get_connection, which only adds its
-        # composite types, costs ~20 us), psycopg's errors as the library's (IntegrityError)
+        # composite types, costs ~20 us; the pool is open: prepare() opened it through the
+        # datastore when the store opened), psycopg's errors as the library's (IntegrityError)
         try:
             with self.datastore.pool.connection() as conn, \
                     conn.cursor(row_factory=tuple_row) as c:
@@ -273,7 +274,6 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         """The library's ``select_events``, in binary as plain tuples, each statement's text
         made once (the library composes and renders it on every call): a cached provider
         brought up to date with other writers' events reads a dozen of them per claim."""
-        stream = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
         rest, params = events_filter(gt, lte, desc, limit, "%s")
         with self.datastore.get_connection() as conn, conn.cursor(
             binary=True, row_factory=tuple_row
@@ -282,9 +282,12 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             if statement is None:
                 statement = self._stream_texts[rest] = (
                     self._select_stream.as_string(conn) + rest)
-            curs.execute(statement, [stream, *params], prepare=True)
-            return [stored_event(stream, version, topic, state)
-                    for version, topic, state in curs.fetchall()]
+            curs.execute(statement, [originator_id, *params], prepare=True)
+            rows = curs.fetchall()
+        # the stream id as the library gives it (the rows' own, a UUID): the one asked for
+        stream = originator_id if isinstance(originator_id, UUID) or not rows else (
+            UUID(originator_id))
+        return [stored_event(stream, version, topic, state) for version, topic, state in rows]
 
     def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
         """Every event of these streams, by stream and in order, in one query (binary)."""

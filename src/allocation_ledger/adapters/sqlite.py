@@ -236,15 +236,17 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         """The library's ``select_events``, each row's stream id not parsed again (every
         row is of the stream asked for): a cached provider brought up to date with other
         writers' events reads a dozen of them per claim."""
-        stream: UUID | str = originator_id
-        if self.datastore.originator_id_type == "uuid" and not isinstance(stream, UUID):
-            stream = UUID(stream)
         rest, params = events_filter(gt, lte, desc, limit, "?")
         with self.datastore.transaction(commit=False) as c:
-            c.execute(self._select_stream + rest,
-                      [stream.hex if isinstance(stream, UUID) else stream, *params])
-            return [stored_event(stream, version, topic, state)
-                    for version, topic, state in c.fetchall()]
+            c.execute(self._select_stream + rest, [
+                originator_id.hex if isinstance(originator_id, UUID) else originator_id,
+                *params])
+            rows = c.fetchall()
+        # the stream id as the library gives it (the rows' own id, converted): the one asked
+        # for, which they all match
+        stream = originator_id if isinstance(originator_id, UUID) or not rows else (
+            self.convert_originator_id(originator_id))
+        return [stored_event(stream, version, topic, state) for version, topic, state in rows]
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any

@@ -24,7 +24,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from functools import cached_property
 from typing import Any, Protocol, TypeVar
 from uuid import UUID, uuid4
 
@@ -104,12 +103,20 @@ class Intent:
     inputs: Inputs = ()
     #: an append of this command was sent (its outcome is unknown if the connection broke)
     sent: bool = field(default=False)
+    _fingerprint: str | None = field(default=None, repr=False)
 
-    @cached_property
+    @property
     def fingerprint(self) -> str:
         """The arguments' fingerprint (:func:`fingerprint`), taken when first asked for: a
         command appended in a group commit is never recorded, so never needs it."""
-        return fingerprint(self.name, self.inputs)
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.name, self.inputs)
+        return self._fingerprint
+
+    def settle(self) -> None:
+        """Take the fingerprint now, for a command that may be recorded: before its handler
+        runs (nothing a handler does can change it) and before its attempt holds a turn."""
+        _ = self.fingerprint
 
 
 def intent(name: str, command_id: CommandId | None,
@@ -229,6 +236,7 @@ def execute(store: EventStore, it: Intent, attempt: Callable[[], T],
             outcome: Callable[[AsOf], T]) -> T:
     """Run ``attempt`` (one run of the command) under intent ``it``: replay a command
     already applied, recover from lost connections, never misreport a commit."""
+    it.settle()
     lost: BaseException | None = None
     for tries in range(RECOVERY_ATTEMPTS):
         if tries:

@@ -47,12 +47,16 @@ def plain_json(mapper: Mapper[UUID]) -> bool:
 class Decoder:
     """Turns a store's notifications into domain events (``Mapper.to_domain_event``).
 
-    ``fallback`` decodes the records the fast path leaves to the mapper (by default the
-    mapper's own ``to_domain_event``)."""
+    ``fallback`` decodes the records the fast path leaves to the mapper: by default the
+    library's own decoding where the mapper keeps it aside (``decode_slowly``: the store's
+    mapper, which already decodes through a ``Decoder``, so that such a record is not
+    checked twice), else the mapper's ``to_domain_event``."""
 
     def __init__(self, mapper: Mapper[UUID],
                  fallback: Callable[[StoredEvent], Any] | None = None) -> None:
-        self._fallback = fallback or mapper.to_domain_event
+        slowly: Callable[[StoredEvent], Any] = getattr(mapper, "decode_slowly",
+                                                       mapper.to_domain_event)
+        self._fallback = fallback or slowly
         self._plain = plain_json(mapper)
         self._names: dict[str, Transcoding] = (
             mapper.transcoder.names if isinstance(mapper.transcoder, JSONTranscoder) else {})

@@ -63,7 +63,9 @@ class PlainMapper(Mapper[UUID]):
     def __init__(self, transcoder: Any, compressor: Any = None, cipher: Any = None) -> None:
         super().__init__(transcoder, compressor=compressor, cipher=cipher)
         self._plain = plain_json(self)
-        self._decode = Decoder(self, fallback=super().to_domain_event)
+        #: the library's decoding, for the records the fast path leaves to it
+        self.decode_slowly = super().to_domain_event
+        self._decode = Decoder(self)
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
         """The domain event, as the library's mapper makes it, decoded as a replay decodes

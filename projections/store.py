@@ -86,6 +86,7 @@ def _postgres_engine(env: Mapping[str, str], schema: str) -> Engine:
         pool_size=int(env.get("POSTGRES_POOL_SIZE") or 2),
         max_overflow=int(env.get("POSTGRES_MAX_OVERFLOW") or 2),
         pool_pre_ping=True,
+        pool_use_lifo=True,  # one busy connection stays warm (adapters/postgres.py)
     )
     return engine
 

@@ -177,3 +177,23 @@ def test_an_append_with_states_not_matching_its_events_is_refused_whole(ledger: 
         conn.execute(recorder._append_json,
                      (*three_events, '[{"a":1},{"b":2}]', "5s", None, None))
     assert recorder.max_notification_id() == head
+
+
+def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
+    """One thread's appends, one after another, stay on one warm backend (the library's
+    pool went round all of them, each append waking a backend that had slept), and a
+    connection taken while another is out is another backend, as before."""
+    with open_ledger(pg_url + "&pool_size=4") as opened:
+        pool = _recorder(opened).datastore.pool
+        pool.wait()  # all four connected, so the pool holds several to choose from
+        host = str(uuid4())
+        opened.register_provider(host, "h", inventories={"VCPU": {"total": 100}})
+        pids: set[int] = set()
+        for _ in range(6):
+            opened.claim(str(uuid4()), {host: {"VCPU": 1}}, None, project_id="p",
+                         user_id="u")
+            with pool.connection() as conn:
+                pids.add(conn.info.backend_pid)
+        assert len(pids) == 1
+        with pool.connection() as first, pool.connection() as second:
+            assert first.info.backend_pid != second.info.backend_pid

@@ -42,9 +42,8 @@ from eventsourcing.sqlite import (
 from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.adapters import chain
-from allocation_ledger.adapters.filelocks import lock_file
 from allocation_ledger.adapters.notifications import events_filter, notification, stored_event
-from allocation_ledger.adapters.turns import file_turns
+from allocation_ledger.adapters.turns import file_turns, poll
 from allocation_ledger.domain.errors import StoreUnusable
 
 try:
@@ -268,7 +267,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             timeout = self.datastore.pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT
-            if not lock_file(fd, time.monotonic() + timeout):
+            if not _lock(fd, time.monotonic() + timeout):
                 log.warning("%s held for %ss: appending without it", self.lock_path, timeout)
             yield
         finally:
@@ -292,3 +291,17 @@ def quick_check(c: SQLiteCursor, where: str) -> None:
 def _columns(c: SQLiteCursor, table: str) -> list[str]:
     c.execute(f"PRAGMA table_info({table})")
     return [row[1] for row in c.fetchall()]
+
+
+def _lock(fd: int, deadline: float) -> bool:
+    """Lock ``fd`` exclusively before ``deadline``; False if it could not (see
+    :func:`~allocation_ledger.adapters.turns.poll`)."""
+
+    def locked() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    return poll(locked, deadline)

@@ -186,6 +186,8 @@ def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
     with open_ledger(pg_url + "&pool_size=4") as opened:
         pool = _recorder(opened).datastore.pool
         pool.wait()  # all four connected, so the pool holds several to choose from
+        pool.rotate_every = 3600.0  # type: ignore[attr-defined]
+        pool._rotate_at = time.monotonic() + 3600.0  # type: ignore[attr-defined]
         host = str(uuid4())
         opened.register_provider(host, "h", inventories={"VCPU": {"total": 100}})
         pids: set[int] = set()
@@ -197,3 +199,22 @@ def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
         assert len(pids) == 1
         with pool.connection() as first, pool.connection() as second:
             assert first.info.backend_pid != second.info.backend_pid
+
+
+def test_the_pool_still_uses_its_spare_connections_now_and_then(pg_url: str) -> None:
+    """Every so often the connection returned first is handed out, so no spare sits idle
+    for as long as one thread keeps the pool busy (a server's idle timeout would close it
+    under the pool, which pings none)."""
+    with open_ledger(pg_url + "&pool_size=4") as opened:
+        pool = _recorder(opened).datastore.pool
+        pool.wait()
+        every = {conn.info.backend_pid for conn in list(pool._pool)}
+        assert len(every) >= 4
+        pool.rotate_every = 0.05  # type: ignore[attr-defined]
+        used: set[int] = set()
+        deadline = time.monotonic() + 10
+        while used != every and time.monotonic() < deadline:
+            with pool.connection() as conn:
+                used.add(conn.info.backend_pid)
+            time.sleep(0.01)
+        assert used == every

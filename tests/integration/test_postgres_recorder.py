@@ -186,7 +186,6 @@ def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
     with open_ledger(pg_url + "&pool_size=4") as opened:
         pool = _recorder(opened).datastore.pool
         pool.wait()  # all four connected, so the pool holds several to choose from
-        pool.rotate_every = 3600.0  # type: ignore[attr-defined]
         pool._rotate_at = time.monotonic() + 3600.0  # type: ignore[attr-defined]
         host = str(uuid4())
         opened.register_provider(host, "h", inventories={"VCPU": {"total": 100}})

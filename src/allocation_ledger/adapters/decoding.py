@@ -47,16 +47,14 @@ def plain_json(mapper: Mapper[UUID]) -> bool:
 class Decoder:
     """Turns a store's notifications into domain events (``Mapper.to_domain_event``).
 
-    ``fallback`` decodes the records the fast path leaves to the mapper: by default the
-    library's own decoding where the mapper keeps it aside (``decode_slowly``: the store's
-    mapper, which already decodes through a ``Decoder``, so that such a record is not
-    checked twice), else the mapper's ``to_domain_event``."""
+    The records the fast path leaves to the mapper go to the library's own decoding where
+    the mapper keeps it aside (``decode_slowly``: the store's mapper, which already decodes
+    through a ``Decoder``, so that such a record is not checked twice), else to the
+    mapper's ``to_domain_event``."""
 
-    def __init__(self, mapper: Mapper[UUID],
-                 fallback: Callable[[StoredEvent], Any] | None = None) -> None:
-        slowly: Callable[[StoredEvent], Any] = getattr(mapper, "decode_slowly",
-                                                       mapper.to_domain_event)
-        self._fallback = fallback or slowly
+    def __init__(self, mapper: Mapper[UUID]) -> None:
+        self._fallback: Callable[[StoredEvent], Any] = getattr(
+            mapper, "decode_slowly", mapper.to_domain_event)
         self._plain = plain_json(mapper)
         self._names: dict[str, Transcoding] = (
             mapper.transcoder.names if isinstance(mapper.transcoder, JSONTranscoder) else {})

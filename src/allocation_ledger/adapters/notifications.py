@@ -4,7 +4,9 @@ hash) and a stream's stored events, built without the frozen dataclass's per-fie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import Notification, StoredEvent
 
@@ -41,6 +43,16 @@ def stored_event(stream: Any, version: int, topic: str, state: bytes) -> StoredE
         "originator_id": stream, "originator_version": version, "topic": topic,
         "state": state})
     return found
+
+
+def stream_events(asked: Any, rows: list[Any],
+                  convert: Callable[[str], Any]) -> list[StoredEvent]:
+    """One stream's ``(version, topic, state)`` rows as the library's ``select_events``
+    gives them: each with the stream id it was asked for, as the library would read it
+    from the row (``convert`` of the text; every row is of that stream, so it is parsed
+    once, not per row)."""
+    stream = asked if isinstance(asked, UUID) or not rows else convert(asked)
+    return [stored_event(stream, version, topic, state) for version, topic, state in rows]
 
 
 def events_filter(gt: int | None, lte: int | None, desc: bool, limit: int | None,

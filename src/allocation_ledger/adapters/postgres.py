@@ -42,7 +42,11 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from allocation_ledger.adapters import chain
-from allocation_ledger.adapters.notifications import events_filter, notification, stored_event
+from allocation_ledger.adapters.notifications import (
+    events_filter,
+    notification,
+    stream_events,
+)
 from allocation_ledger.adapters.pgerrors import library_error
 from allocation_ledger.adapters.pgschema import (
     ABSENT,
@@ -324,10 +328,7 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
                     self._select_stream.as_string(conn) + rest)
             curs.execute(statement, [originator_id, *params], prepare=True)
             rows = curs.fetchall()
-        # the stream id as the library gives it (the rows' own, a UUID): the one asked for
-        stream = originator_id if isinstance(originator_id, UUID) or not rows else (
-            UUID(originator_id))
-        return [stored_event(stream, version, topic, state) for version, topic, state in rows]
+        return stream_events(originator_id, rows, UUID)  # the rows' own ids are UUIDs
 
     def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
         """Every event of these streams, by stream and in order, in one query (binary)."""

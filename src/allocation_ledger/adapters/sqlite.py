@@ -42,7 +42,7 @@ from eventsourcing.sqlite import (
 from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.adapters import chain
-from allocation_ledger.adapters.notifications import events_filter, notification, stored_event
+from allocation_ledger.adapters.notifications import events_filter, notification, stream_events
 from allocation_ledger.adapters.turns import file_turns, poll
 from allocation_ledger.domain.errors import StoreUnusable
 
@@ -242,11 +242,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
                 originator_id.hex if isinstance(originator_id, UUID) else originator_id,
                 *params])
             rows = c.fetchall()
-        # the stream id as the library gives it (the rows' own id, converted): the one asked
-        # for, which they all match
-        stream = originator_id if isinstance(originator_id, UUID) or not rows else (
-            self.convert_originator_id(originator_id))
-        return [stored_event(stream, version, topic, state) for version, topic, state in rows]
+        return stream_events(originator_id, rows, self.convert_originator_id)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any

@@ -65,7 +65,7 @@ def _host(conn: http.client.HTTPConnection) -> str:
     host = str(uuid4())
     created = _call(conn, "POST", "/resource_providers", {"name": host, "uuid": host})
     stocked = _call(conn, "PUT", f"/resource_providers/{host}/inventories",
-                    {"resource_provider_generation": 1, "inventories": BIG})
+                    {"resource_provider_generation": 0, "inventories": BIG})
     if (created, stocked) != (200, 200):
         raise RuntimeError(f"setting up host {host} answered {created} and {stocked}")
     return host
@@ -79,7 +79,11 @@ def over_http(port: int, clients: int, claims: int) -> float:
 
     def client() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        host = _host(conn)
+        try:
+            host = _host(conn)
+        except BaseException:
+            barrier.abort()  # the others (and the timer) stop waiting for this client
+            raise
         body = {"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
                 "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"}
         barrier.wait()

@@ -19,8 +19,9 @@ Action = Callable[[Ledger, "World"], "bool | None"]
 
 
 def add_host(ledger: Ledger, w: World) -> None:
-    """A host; most get a NUMA child, every other one a GPU child with VGPU devices."""
-    host = w.new_id()
+    """A host; most get a NUMA child, every other one a GPU child with VGPU devices. Now and
+    then a deleted host's UUID comes back (a compute service restarted with its stable id)."""
+    host = w.gone.pop() if w.gone and w.rng.random() < 0.5 else w.new_id()
     ledger.register_provider(host, f"host-{host[:8]}", inventories={
         "VCPU": {"total": w.rng.choice([8, 16]), "allocation_ratio": 2.0},
         "MEMORY_MB": {"total": 16384, "reserved": 512, "step_size": 256},
@@ -247,6 +248,7 @@ def churn_host(ledger: Ledger, w: World) -> None:
             w.next_request()
     ledger.delete_provider(host, ledger.provider(host).generation, request=w.who)
     w.hosts.remove(host)
+    w.gone.append(host)
 
 
 #: command -> (function, weight)

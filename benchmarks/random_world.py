@@ -20,6 +20,7 @@ class World:
     numas: dict[str, str] = field(default_factory=dict)  # host -> NUMA child
     instances: list[str] = field(default_factory=list)
     moving: list[str] = field(default_factory=list)  # migrations that may be in flight
+    gone: list[str] = field(default_factory=list)  # deleted hosts (their UUIDs may come back)
     done: Counter[str] = field(default_factory=Counter)  # command -> successes
     refused: Counter[str] = field(default_factory=Counter)
     #: positions where a command ended (the ledger's head after each call)

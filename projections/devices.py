@@ -28,6 +28,11 @@ def _registered(event: Provider.Registered, rows: RowGroups) -> None:
     rows.name_stream(event.originator_id, event.provider_uuid)
 
 
+@handle.register(Provider.Reregistered)
+def _reregistered(event: Provider.Reregistered, rows: RowGroups) -> None:
+    rows.put(HOLDERS, event.provider_uuid, [])
+
+
 @handle.register(Provider.DevicesSet)
 def _devices_set(event: Provider.DevicesSet, rows: RowGroups) -> None:
     uuid = rows.name(event.originator_id)

@@ -31,14 +31,22 @@ def handle(event: object, rows: RowGroups) -> None:
 @handle.register(Provider.Registered)
 def _registered(event: Provider.Registered, rows: RowGroups) -> None:
     rows.name_stream(event.originator_id, event.provider_uuid)
+    _reregistered(event, rows)
+
+
+@handle.register(Provider.Reregistered)
+def _reregistered(event: Provider.Registered | Provider.Reregistered, rows: RowGroups) -> None:
+    """A provider registered (again, for a deleted one's UUID: its stream is named already):
+    generation 0, nothing in use."""
     rows.put(PROVIDERS, event.provider_uuid, [{
         "provider_uuid": event.provider_uuid,
         "name": event.name,
         "parent_uuid": event.parent_uuid,
         "root_uuid": event.root_uuid,
-        "generation": event.originator_version,
+        "generation": 0,
         "deleted": False,
     }])
+    rows.put(USAGE, event.provider_uuid, [])
 
 
 @handle.register(Provider.Event)
@@ -47,10 +55,11 @@ def _other(event: Provider.Event, rows: RowGroups) -> None:
 
 
 def _advanced(event: Provider.Event, rows: RowGroups) -> Row:
-    """Every provider event advances its generation (children attached or detached too)."""
+    """A provider event: its generation advances by one unless Placement does not count it
+    (a child attached or detached, a rename)."""
     uuid = rows.name(event.originator_id)
     (provider,) = rows.rows(PROVIDERS, uuid)
-    provider = {**provider, "generation": event.originator_version}
+    provider = {**provider, "generation": provider["generation"] + int(event.counted)}
     rows.put(PROVIDERS, uuid, [provider])
     return provider
 

@@ -55,7 +55,8 @@ def test_an_old_ledger_is_refused_then_migrated_to_the_chain(
     assert "no hash chain yet" in capsys.readouterr().err
 
     assert main(["db", "init", "--url", durable_url]) == 0
-    assert "12 existing events chained" in capsys.readouterr().out  # 4 commands, records too
+    assert "13 existing events chained" in capsys.readouterr().out  # 4 commands, records and
+    # the host's name too
     assert main(["audit", "--url", durable_url]) == 0
     assert "computed by the migration" in capsys.readouterr().out
     with open_ledger(durable_url) as ledger:  # the chain goes on from the migrated head
@@ -66,7 +67,7 @@ def test_an_old_ledger_is_refused_then_migrated_to_the_chain(
 
     table = EventsTable(durable_url)
     rows = table.rows()
-    edited = rows[4][4].replace(b'"VCPU":2', b'"VCPU":1')
-    table.replace([*rows[:4], tampering.with_state(rows[4], edited), *rows[5:]])
+    edited = rows[5][4].replace(b'"VCPU":2', b'"VCPU":1')  # the first instance's creation
+    table.replace([*rows[:5], tampering.with_state(rows[5], edited), *rows[6:]])
     assert main(["audit", "--url", durable_url, "--projections", "off"]) == 1
-    assert f"chain breaks at #{rows[4][0]}" in capsys.readouterr().out
+    assert f"chain breaks at #{rows[5][0]}" in capsys.readouterr().out

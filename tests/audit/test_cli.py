@@ -109,7 +109,7 @@ def test_the_ledger_as_json_lines_between_positions_or_times(
     durable_ledger: Ledger, durable_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with frozen(durable_ledger, at(0)) as clock:
-        host = a_host(durable_ledger, vcpu=8, memory_mb=None)  # 1-3 at minute 0
+        host = a_host(durable_ledger, vcpu=8, memory_mb=None)  # 1-4 at minute 0
         for minute in (10, 20, 30):
             clock.move_to(at(minute))
             durable_ledger.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT,
@@ -117,16 +117,16 @@ def test_the_ledger_as_json_lines_between_positions_or_times(
     positions = [n.id for n in durable_ledger.store.recorder.select_notifications(1, 100)]
 
     _, out = run(capsys, "history", "ledger", "--url", durable_url,
-                 "--from-position", str(positions[4]), "--to-position", str(positions[5]))
+                 "--from-position", str(positions[5]), "--to-position", str(positions[6]))
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [r["position"] for r in lines] == positions[4:6]
+    assert [r["position"] for r in lines] == positions[5:7]
     assert lines[0]["event"] == "Consumer.Created" and "consumer_uuid" in lines[0]
     assert lines[1]["provider_uuid"] == host and lines[1]["data"]["usages"] == {"VCPU": 1}
     assert (lines[1]["actor"], lines[1]["request_id"]) == ("alice", "req-9")
 
     _, out = run(capsys, "history", "ledger", "--url", durable_url,
                  "--since", at(20).isoformat(), "--until", at(25).isoformat())
-    assert [json.loads(line)["position"] for line in out.splitlines()] == positions[6:9]
+    assert [json.loads(line)["position"] for line in out.splitlines()] == positions[7:10]
     _, out = run(capsys, "history", "ledger", "--url", durable_url, "--since", at(31).isoformat())
     assert out == ""
 
@@ -140,7 +140,7 @@ def test_state_at_a_time_or_a_position(
         clock.move_to(at(10))
         durable_ledger.claim(vm, {host: {"VCPU": 3}}, None, project_id=PROJECT, user_id=USER)
         clock.move_to(at(20))
-        durable_ledger.set_inventory(host, "VCPU", {"total": 2}, 3)  # now over capacity
+        durable_ledger.set_inventory(host, "VCPU", {"total": 2}, 2)  # now over capacity
 
     def state(*argv: str) -> dict[str, object]:
         code, out = run(capsys, "state-at", *argv, "--url", durable_url, "--json")
@@ -184,4 +184,4 @@ def test_scripts_audit_is_the_same_command(durable_ledger: Ledger, durable_url: 
                            durable_url, "--json"], capture_output=True, text=True, check=False,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["events"] == 3  # the command's record and its two
+    assert json.loads(done.stdout)["events"] == 4  # the record, registered, inventory, name

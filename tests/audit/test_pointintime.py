@@ -49,17 +49,17 @@ def test_state_before_between_and_after_events(
     views = [consumer_at(store, vm, cut(store, when=at(m))).value for m in (5, 15, 25, 35)]
     assert [(v.generation, v.allocations) for v in views] == [
         (None, {}), (1, {host: {"VCPU": 2}}), (2, {host: {"VCPU": 6}}), (None, {})]
-    assert provider_at(store, host, cut(store, when=at(15))).value.generation == 3
+    assert provider_at(store, host, cut(store, when=at(15))).value.generation == 2
 
 
 def test_a_time_maps_to_the_last_position_at_or_before_it(
     ledger: Ledger, clock: FrozenDateTimeFactory
 ) -> None:
-    a_host(ledger)  # positions 1 to 3 (the command's record, registered, inventory set)
+    a_host(ledger)  # positions 1 to 4 (the record, registered, inventory set, name taken)
     clock.move_to(at(10))
-    a_host(ledger)  # positions 4 to 6
+    a_host(ledger)  # positions 5 to 8
     store = ledger.store
-    first, last = (store.recorder.select_notifications(1, 10)[i].id for i in (2, 5))
+    first, last = (store.recorder.select_notifications(1, 10)[i].id for i in (3, 7))
     assert cut(store, when=at(-1)) == 0
     assert cut(store, when=at(0)) == first
     assert cut(store, when=at(9)) == first

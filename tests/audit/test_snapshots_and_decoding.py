@@ -25,8 +25,8 @@ from tests.builders import a_host
 
 
 def _provider_at_version(ledger: Ledger, version: int) -> str:
-    host = a_host(ledger, vcpu=8, memory_mb=None)  # versions 1 and 2
-    for generation in range(2, version):
+    host = a_host(ledger, vcpu=8, memory_mb=None)  # versions 1 and 2 (generations 0, 1)
+    for generation in range(1, version - 1):
         ledger.set_inventory(host, "VCPU", {"total": 8 + generation % 2}, generation)
     return host
 

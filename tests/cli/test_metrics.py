@@ -45,9 +45,10 @@ def test_projection_lag_is_served_over_http(tmp_path: Path) -> None:
         a_host(ledger)
         read.resume()
         seen = ledger.store.recorder.max_notification_id()
-        a_host(ledger)  # its events and its command record: the read models have not seen them
+        a_host(ledger)  # its events, its name and its command record: the read models have
+        # not seen them
         head = ledger.store.recorder.max_notification_id()
-        assert head is not None and seen is not None and head - seen == 3
+        assert head is not None and seen is not None and head - seen == 4
         metrics = LedgerMetrics(ledger.store, positions=read.positions)
         server = metrics.serve(0)
         try:
@@ -57,8 +58,8 @@ def test_projection_lag_is_served_over_http(tmp_path: Path) -> None:
         finally:
             server.shutdown()
     assert found["ledger_head_position"] == head
-    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 3
-    assert found['ledger_projection_position{projection="host_usage"}'] == head - 3
+    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 4
+    assert found['ledger_projection_position{projection="host_usage"}'] == head - 4
 
 
 def test_the_metrics_command_prints_text_or_json(

@@ -85,7 +85,7 @@ class World:
         """Register and claim the world in ``ledger``."""
         host = a_host(ledger, vcpu=64, memory_mb=65536)
         gpu = a_host(ledger, vcpu=None, memory_mb=None, parent=host)
-        ledger.set_devices(gpu, "VGPU", ["gpu-0", "gpu-1", "gpu-2", "gpu-3"], 1)
+        ledger.set_devices(gpu, "VGPU", ["gpu-0", "gpu-1", "gpu-2", "gpu-3"], 0)
         other = a_host(ledger, vcpu=64, memory_mb=65536)
         vm, moving, migration = new_id(), new_id(), new_id()
         ledger.claim(vm, {host: {"VCPU": 1}, gpu: {"VGPU": 1}}, None, project_id="p",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
@@ -121,10 +121,11 @@ def test_accepted_text_round_trips_through_the_postgres_read_models(pg_url: str)
                reason=STORED_TEXT)
         def one_claim(project: str, user: str, name: str, devices: list[str],
                       reason: str) -> None:
+            assume(name not in {n for _, _, n, _ in accepted.values()})  # names are unique
             gpu, vm = new_id(), new_id()
             ledger.register_provider(gpu, name, parent_uuid=host,
                                      request={"reason": reason, "actor": user})
-            ledger.set_devices(gpu, "VGPU", devices, 1)
+            ledger.set_devices(gpu, "VGPU", devices, 0)
             ledger.claim(vm, {gpu: {"VGPU": 1}}, None, project_id=project, user_id=user,
                          request={"actor": name, "request_id": project, "reason": reason})
             accepted[vm] = (project, user, name, devices)

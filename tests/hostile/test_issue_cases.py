@@ -61,10 +61,10 @@ CASES: list[tuple[str, Case, str]] = [
         w.gpu, "VGPU", [f"d{i}" for i in range(MAX_DEVICE_IDS + 1)], 2),
      f"at most {MAX_DEVICE_IDS} items"),
     ("set_devices doubled", lambda led, w: led.set_devices(
-        w.gpu, "VGPU", [f"d{i}" for i in range(12)] * 2, 3),
+        w.gpu, "VGPU", [f"d{i}" for i in range(12)] * 2, 2),
      "named twice for VGPU on provider"),
     ("set_devices doubled, shown", lambda led, w: led.set_devices(
-        w.gpu, "VGPU", [f"d{i}" for i in range(12)] * 2, 3), "d7 and 2 more"),
+        w.gpu, "VGPU", [f"d{i}" for i in range(12)] * 2, 2), "d7 and 2 more"),
     ("evacuate to {}", lambda led, w: led.evacuate(w.vm, new_id(), 1, destination={}),
      "destination: Value should have at least 1 item"),
     ("age as str", lambda led, w: led.migrations_in_flight(older_than_seconds="1"),

@@ -20,17 +20,17 @@ def test_openstacksdk_placement_proxy(server_port: int) -> None:
                                               parent_provider_id=host.id)
     assert (numa.parent_provider_id, numa.root_provider_id) == (host.id, host.id)
     vcpu = placement.create_resource_provider_inventory(host, resource_class="VCPU", total=8)
-    # registered 1, child attached 2 (the ledger counts it; Placement does not), inventory 3
-    assert (vcpu.total, vcpu.resource_provider_generation) == (8, 3)
+    # registered 0, child attached (not counted, as in Placement), inventory 1
+    assert (vcpu.total, vcpu.resource_provider_generation) == (8, 1)
     vcpu = placement.update_resource_provider_inventory(
-        vcpu, host, total=16, resource_provider_generation=3)
-    assert (vcpu.total, vcpu.resource_provider_generation) == (16, 4)
+        vcpu, host, total=16, resource_provider_generation=1)
+    assert (vcpu.total, vcpu.resource_provider_generation) == (16, 2)
     with pytest.raises(openstack.exceptions.ConflictException):
         placement.update_resource_provider_inventory("VCPU", host, total=4,
-                                                     resource_provider_generation=3)
+                                                     resource_provider_generation=1)
     assert [(i.resource_class, i.total)
             for i in placement.resource_provider_inventories(host)] == [("VCPU", 16)]
-    assert placement.get_resource_provider(host.id).generation == 4
+    assert placement.get_resource_provider(host.id).generation == 2
     placement.create_resource_class(name=f"CUSTOM_SDK_{tag.upper()}")
     assert "VCPU" in {rc.name for rc in placement.resource_classes()}
     with pytest.raises(openstack.exceptions.ConflictException):

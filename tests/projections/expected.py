@@ -57,7 +57,7 @@ def folded(ledger: Ledger) -> Rows:
 
 def _provider_rows(found: Rows, p: Provider) -> None:
     found["proj_providers"].append(
-        (p.uuid, p.name, p.parent_uuid, p.root_uuid, p.version, p.deleted))
+        (p.uuid, p.name, p.parent_uuid, p.root_uuid, p.generation, p.deleted))
     if p.deleted:
         return
     for rc, c in ProviderView.of(p).classes.items():

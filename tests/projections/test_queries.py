@@ -33,7 +33,7 @@ def caught_up(ledger: Ledger) -> ReadModels:
 def test_host_usage_rolls_up_the_tree_and_reports_over_capacity(ledger: Ledger) -> None:
     host = a_host(ledger, vcpu=8, memory_mb=4096)
     gpu = a_host(ledger, vcpu=None, memory_mb=None, parent=host)
-    ledger.set_devices(gpu, "VGPU", ["d0", "d1", "d2"], 1)
+    ledger.set_devices(gpu, "VGPU", ["d0", "d1", "d2"], 0)
     other = a_host(ledger, vcpu=4, memory_mb=None)
     an_instance(ledger, {host: {"VCPU": 6, "MEMORY_MB": 1024}, gpu: {"VGPU": 2}})
     ledger.set_inventory(host, "VCPU", {"total": 4}, ledger.provider(host).generation)
@@ -60,7 +60,7 @@ def test_host_usage_rolls_up_the_tree_and_reports_over_capacity(ledger: Ledger) 
 def test_devices_of_a_host_show_holders_and_the_moves_in_flight(ledger: Ledger) -> None:
     host = a_host(ledger, vcpu=8)
     gpu = a_host(ledger, vcpu=None, memory_mb=None, parent=host)
-    ledger.set_devices(gpu, "VGPU", ["d0", "d1", "d2"], 1)
+    ledger.set_devices(gpu, "VGPU", ["d0", "d1", "d2"], 0)
     vm = an_instance(ledger, {host: {"VCPU": 2}, gpu: {"VGPU": 1}})
     migration = new_id()
     ledger.swap(vm.consumer_uuid, migration, vm.generation or 0)

@@ -16,7 +16,7 @@ from allocation_ledger.domain.errors import (
     InsufficientCapacity,
     InvalidRequest,
 )
-from tests.builders import new_id
+from tests.builders import a_host, new_id
 from tests.service.moving import (
     FLAVOR1,
     FLAVOR2,
@@ -246,3 +246,20 @@ def test_evacuation_destination_touching_the_failed_host_is_refused(ledger: Ledg
         vm, mig, 1, destination={SPARE: FLAVOR1, DEAD: {"VCPU": 1}}))
     assert err.fields["provider_uuid"] == DEAD
     scene.expect({DEAD: FLAVOR1}, {vm: ({DEAD: FLAVOR1}, 1)})
+
+
+def test_completing_an_evacuation_cleans_only_the_evacuated_host(ledger: Ledger) -> None:
+    """An instance holding CPU on host A and disk on another root (shared storage)
+    evacuates A to C: the clean-up removes its share on A alone; its disk on the storage
+    provider stays (DESIGN §4)."""
+    host_a, host_c = flat_hosts(ledger)
+    storage = a_host(ledger, vcpu=None, memory_mb=None, disk_gb=100)
+    vm, mig = new_id(), new_id()
+    spawn(ledger, vm, {host_a: {"VCPU": 2}, storage: {"DISK_GB": 10}})
+    ledger.evacuate(vm, mig, 1, destination={host_c: {"VCPU": 2}})
+    done = ledger.complete_evacuation(mig, 2)
+    assert done.status == "completed"
+    assert ledger.consumer(vm).allocations == {host_c: {"VCPU": 2},
+                                               storage: {"DISK_GB": 10}}
+    assert ledger.provider(storage).usages["DISK_GB"] == 10
+    assert ledger.provider(host_a).usages["VCPU"] == 0

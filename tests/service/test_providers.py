@@ -17,6 +17,7 @@ from allocation_ledger.domain.errors import (
     ProviderGenerationConflict,
     ProviderHasChildren,
     ProviderInUse,
+    ProviderNameTaken,
     ProviderNotFound,
 )
 from allocation_ledger.domain.values import MAX_INT, Inventory
@@ -32,22 +33,23 @@ shared_ledger = shared_ledger_fixture()
 
 
 def test_a_root_provider_without_inventory(ledger: Ledger) -> None:
-    """Registration is generation 1; a root is its own root."""
+    """Registration is generation 0, as Placement numbers it; a root is its own root."""
     host = new_id()
     view = ledger.register_provider(host, "compute-1")
-    assert (view.provider_uuid, view.name, view.generation) == (host, "compute-1", 1)
+    assert (view.provider_uuid, view.name, view.generation) == (host, "compute-1", 0)
     assert (view.parent_uuid, view.root_uuid, view.children) == (None, host, ())
     assert view.inventories == {}
     assert ledger.provider(host) == view
 
 
 def test_inventories_given_at_registration_use_placements_defaults(ledger: Ledger) -> None:
-    """Registered and InventoriesSet in one append: generation 2, defaults filled in."""
+    """Registered and InventoriesSet in one append: generation 1, defaults filled in."""
     before = len(snapshot(ledger))
     host = a_host(ledger, vcpu=8, memory_mb=None, DISK_GB={"total": 100, "reserved": 10})
     view = ledger.provider(host)
-    assert view.generation == 2
-    assert len(snapshot(ledger)) == before + 3  # registered, inventories set, the record
+    assert view.generation == 1
+    # registered, inventories set, the name taken, the record
+    assert len(snapshot(ledger)) == before + 4
     assert view.inventories == {
         "VCPU": Inventory(total=8, reserved=0, min_unit=1, max_unit=MAX_INT, step_size=1,
                           allocation_ratio=1.0),
@@ -138,8 +140,8 @@ def test_set_inventories_replaces_the_whole_set(ledger: Ledger) -> None:
     """Classes left out are removed (when unused); the generation goes up by one."""
     host = a_host(ledger, vcpu=8, memory_mb=1024)
     view = ledger.set_inventories(host, {"VCPU": {"total": 16, "allocation_ratio": 4.0},
-                                         "DISK_GB": {"total": 50}}, 2)
-    assert view.generation == 3
+                                         "DISK_GB": {"total": 50}}, 1)
+    assert view.generation == 2
     assert view.inventories == {"VCPU": Inventory(total=16, allocation_ratio=4.0),
                                 "DISK_GB": Inventory(total=50)}
     assert view.classes["VCPU"].capacity == 64
@@ -148,14 +150,14 @@ def test_set_inventories_replaces_the_whole_set(ledger: Ledger) -> None:
 def test_set_inventory_and_delete_inventory_touch_one_class(ledger: Ledger) -> None:
     """The single-class commands keep the other classes as they were."""
     host = a_host(ledger, vcpu=8, memory_mb=1024)
-    view = ledger.set_inventory(host, "DISK_GB", {"total": 10, "step_size": 5}, 2)
-    assert view.generation == 3
+    view = ledger.set_inventory(host, "DISK_GB", {"total": 10, "step_size": 5}, 1)
+    assert view.generation == 2
     assert view.inventories == {"VCPU": Inventory(total=8), "MEMORY_MB": Inventory(total=1024),
                                 "DISK_GB": Inventory(total=10, step_size=5)}
-    view = ledger.set_inventory(host, "VCPU", {"total": 4}, 3)
+    view = ledger.set_inventory(host, "VCPU", {"total": 4}, 2)
     assert view.inventories["VCPU"] == Inventory(total=4)
-    view = ledger.delete_inventory(host, "MEMORY_MB", 4)
-    assert (view.generation, sorted(view.inventories)) == (5, ["DISK_GB", "VCPU"])
+    view = ledger.delete_inventory(host, "MEMORY_MB", 3)
+    assert (view.generation, sorted(view.inventories)) == (4, ["DISK_GB", "VCPU"])
 
 
 def test_removing_a_class_in_use_is_refused(ledger: Ledger) -> None:
@@ -254,12 +256,67 @@ def test_a_provider_with_children_cannot_be_deleted(ledger: Ledger) -> None:
     root_generation = ledger.provider(root).generation
     ledger.delete_provider(child, ledger.provider(child).generation)
     assert ledger.provider(root).children == ()
-    assert ledger.provider(root).generation == root_generation + 1
-    ledger.delete_provider(root, root_generation + 1)
+    assert ledger.provider(root).generation == root_generation  # Placement's: not a change
+    ledger.delete_provider(root, root_generation)
+
+
+def test_a_child_does_not_change_its_parents_generation(ledger: Ledger) -> None:
+    """Placement's numbering: 0 at registration, +1 per change of the provider itself; a
+    child registered under it and a rename are not changes (DESIGN §3)."""
+    root = new_id()
+    assert ledger.register_provider(root, "root").generation == 0
+    a_host(ledger, parent=root)
+    assert ledger.provider(root).generation == 0
+    assert ledger.rename_provider(root, "root-2", 0).generation == 0
+    view = ledger.set_inventories(root, {"DISK_GB": {"total": 10}}, 0)
+    assert view.generation == 1
+    with pytest.raises(ProviderGenerationConflict) as caught:
+        ledger.set_inventories(root, {"DISK_GB": {"total": 20}}, 0)
+    assert (caught.value.expected, caught.value.actual) == (0, 1)
+
+
+def test_a_deleted_providers_uuid_can_be_registered_again(ledger: Ledger) -> None:
+    """Nova restarting a compute service with its stable id: the UUID is registered anew,
+    at generation 0, with nothing of its past state; its history stays in its stream."""
+    root = a_host(ledger, vcpu=8)
+    host = a_host(ledger, vcpu=4, parent=root, name="compute-a")
+    vm = an_instance(ledger, {host: {"VCPU": 1}})
+    ledger.release(vm.consumer_uuid, vm.generation)
+    ledger.delete_provider(host, ledger.provider(host).generation)
+    with pytest.raises(ProviderNotFound):
+        ledger.provider(host)
+    again = ledger.register_provider(host, "compute-a")
+    assert (again.generation, again.parent_uuid, again.root_uuid) == (0, None, host)
+    assert (again.inventories, again.usages, again.devices) == ({}, {}, {})
+    with pytest.raises(ProviderExists):
+        ledger.register_provider(host, "compute-b")
+    assert ledger.set_inventories(host, {"VCPU": {"total": 2}}, 0).generation == 1
+    assert host in ledger.providers()
+    assert_invariants(ledger)
+
+
+def test_a_name_is_held_by_one_provider(ledger: Ledger) -> None:
+    """Names are unique among live providers, by the store's key (a name's stream): a
+    second registration or a rename to a taken name is refused with nothing written; a
+    deleted or renamed provider's name is free again."""
+    first = a_host(ledger, name="compute-1")
+    before = snapshot(ledger)
+    with pytest.raises(ProviderNameTaken) as caught:
+        ledger.register_provider(new_id(), "compute-1")
+    assert caught.value.fields == {"name": "compute-1", "provider_uuid": first}
+    other = a_host(ledger, name="compute-2")
+    with pytest.raises(ProviderNameTaken):
+        ledger.rename_provider(other, "compute-1", ledger.provider(other).generation)
+    assert len(snapshot(ledger)) == len(before) + 4  # only compute-2's registration
+    ledger.rename_provider(first, "compute-9", ledger.provider(first).generation)
+    ledger.rename_provider(other, "compute-1", ledger.provider(other).generation)
+    ledger.delete_provider(other, ledger.provider(other).generation)
+    assert ledger.register_provider(new_id(), "compute-1").name == "compute-1"
 
 
 def test_a_rename_checks_the_generation_and_keeps_the_rest(ledger: Ledger) -> None:
-    """A rename is one event: the generation advances, inventory and tree stay."""
+    """A rename is one event: the generation stays (Placement's), inventory and tree
+    stay."""
     host = a_host(ledger)
     before = ledger.provider(host)
     with pytest.raises(ProviderGenerationConflict):
@@ -270,7 +327,7 @@ def test_a_rename_checks_the_generation_and_keeps_the_rest(ledger: Ledger) -> No
         ledger.rename_provider(host, "", before.generation)
     assert ledger.provider(host) == before
     after = ledger.rename_provider(host, "renamed", before.generation)
-    assert (after.name, after.generation) == ("renamed", before.generation + 1)
+    assert (after.name, after.generation) == ("renamed", before.generation)  # as Placement
     assert (after.inventories, after.root_uuid) == (before.inventories, before.root_uuid)
 
 
@@ -278,21 +335,22 @@ def test_delete_checks_the_provider_generation(ledger: Ledger) -> None:
     """A stale generation is a conflict carrying expected and actual."""
     host = a_host(ledger)
     with pytest.raises(ProviderGenerationConflict) as caught:
-        ledger.delete_provider(host, 1)
-    assert caught.value.fields == {"provider_uuid": host, "expected": 1, "actual": 2}
+        ledger.delete_provider(host, 0)
+    assert caught.value.fields == {"provider_uuid": host, "expected": 0, "actual": 1}
 
 
-def test_a_deleted_provider_is_gone_for_good(ledger: Ledger) -> None:
-    """Its UUID is not reused, and nothing can be claimed on it."""
+def test_a_deleted_provider_is_gone(ledger: Ledger) -> None:
+    """Nothing can be claimed on it or changed; registering its UUID again is a new
+    provider (see the test below); a live provider's UUID cannot be registered twice."""
     host = a_host(ledger)
-    ledger.delete_provider(host, 2)
     with pytest.raises(ProviderExists) as caught:
         ledger.register_provider(host, "again")
     assert caught.value.fields == {"provider_uuid": host}
+    ledger.delete_provider(host, 1)
     with pytest.raises(ProviderNotFound):
         an_instance(ledger, {host: {"VCPU": 1}})
     with pytest.raises(ProviderNotFound):
-        ledger.set_inventories(host, {"VCPU": {"total": 1}}, 3)
+        ledger.set_inventories(host, {"VCPU": {"total": 1}}, 2)
 
 
 # -- trees ---------------------------------------------------------------------------------
@@ -329,12 +387,14 @@ def test_trees_of_depth_three(ledger: Ledger) -> None:
 
 
 def test_registering_a_child_advances_only_its_parent(ledger: Ledger) -> None:
-    """The parent records the child (ChildAttached); the root above it is untouched."""
+    """The parent records the child (ChildAttached, which Placement does not count in its
+    generation); the root above it is untouched."""
     root = a_host(ledger)
     mid = a_host(ledger, parent=root)
-    root_generation, mid_generation = ledger.provider(root).generation, 2
+    root_generation, mid_generation = ledger.provider(root).generation, 1
     leaf = a_host(ledger, vcpu=2, memory_mb=None, parent=mid)
-    assert ledger.provider(mid).generation == mid_generation + 1  # ChildAttached only
+    assert ledger.provider(mid).generation == mid_generation
+    assert ledger.provider(mid).children == (leaf,)
     assert ledger.provider(root).generation == root_generation
     assert ledger.provider(leaf).root_uuid == root
     assert claim(ledger, new_id(), {leaf: {"VCPU": 2}}) == 1

@@ -15,6 +15,7 @@ import pytest
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.provider_name import ProviderName
 
 BASE = {"originator_id", "originator_version", "timestamp", "request"}
 CREATED = BASE | {"originator_topic"}
@@ -23,6 +24,7 @@ RESOLVED = HOLDING | {"status"}
 
 EVENTS = {
     Provider.Registered: CREATED | {"provider_uuid", "name", "parent_uuid", "root_uuid"},
+    Provider.Reregistered: BASE | {"provider_uuid", "name", "parent_uuid", "root_uuid"},
     Provider.InventoriesSet: BASE | {"inventories"},
     Provider.ChildAttached: BASE | {"child_uuid"},
     Provider.ChildDetached: BASE | {"child_uuid"},
@@ -49,6 +51,9 @@ EVENTS = {
     Migration.Reverted: RESOLVED,
     Migration.Completed: RESOLVED,
     Migration.Aborted: RESOLVED,
+    ProviderName.Taken: CREATED | {"name", "provider_uuid"},
+    ProviderName.Retaken: BASE | {"provider_uuid"},
+    ProviderName.Released: BASE,
 }
 
 AGGREGATE = {"_id", "_version", "_created_on", "_modified_on", "_pending_events"}
@@ -56,12 +61,15 @@ CONSUMER = AGGREGATE | {"uuid", "project_id", "user_id", "consumer_type", "alloc
                         "devices", "migration_uuid"}
 ATTRIBUTES = {
     Provider: AGGREGATE | {"uuid", "name", "parent_uuid", "root_uuid", "inventories", "usages",
-                           "devices", "children", "deleted"},
+                           "devices", "children", "deleted", "uncounted"},
     Consumer: CONSUMER,
     Migration: CONSUMER | {"instance_uuid", "kind", "source_root", "destination_root",
                            "old_allocations", "old_devices", "new_allocations", "new_devices",
                            "status", "started_at", "finished_at", "context_events"},
+    ProviderName: AGGREGATE | {"name", "holder"},
 }
+#: aggregates whose snapshots were upcast once (each with its ``upcast_vN_vN+1``)
+CLASS_VERSIONS = {Provider: 2}
 
 
 @pytest.mark.parametrize("event", list(EVENTS), ids=lambda e: e.__qualname__)
@@ -83,7 +91,8 @@ def test_every_event_class_is_in_the_contract() -> None:
     own = {e for e in events_of(Migration) if e.__name__ not in vars(Consumer)}
     # Provider.Created is the library's default creation event; providers use Registered.
     mine = events_of(Provider) - {Provider.Created}  # type: ignore[attr-defined]
-    found = mine | events_of(Consumer) | own
+    names = events_of(ProviderName) - {ProviderName.Created}  # type: ignore[attr-defined]
+    found = mine | events_of(Consumer) | own | names
     assert found == set(EVENTS)
 
 
@@ -91,6 +100,25 @@ def test_aggregate_attributes_are_what_snapshots_store() -> None:
     provider = Provider.register("p", "host", None, {})
     consumer = Consumer.create("c", "pr", "us", "INSTANCE", {"p": {"VCPU": 1}}, {}, {})
     migration = Migration.start("m", consumer, "resize", "p", ({}, {}), (None, {}, {}), {})
-    for aggregate in (provider, consumer, migration):
+    name = ProviderName.take_new("host", "p", {})
+    for aggregate in (provider, consumer, migration, name):
         assert set(vars(aggregate)) == ATTRIBUTES[type(aggregate)], type(aggregate).__name__
-        assert getattr(type(aggregate), "class_version", 1) == 1
+        version = getattr(type(aggregate), "class_version", 1)
+        assert version == CLASS_VERSIONS.get(type(aggregate), 1)
+        for n in range(1, version):
+            assert callable(getattr(type(aggregate), f"upcast_v{n}_v{n + 1}"))
+
+
+def test_a_provider_snapshot_from_before_placements_numbering_reads_its_generation() -> None:
+    """A snapshot taken before generations were Placement's (no ``uncounted``): the
+    registration and each child it holds are counted out, as a replay counts them."""
+    provider = Provider.register("p", "host", None, {})
+    Provider.register("c", "child", provider, {})
+    provider.set_inventories({}, {})
+    state = {k: v for k, v in vars(provider).items() if k != "uncounted"}
+    state.pop("_pending_events", None)
+    old = Provider.Snapshot(originator_id=provider.id, originator_version=provider.version,
+                            timestamp=provider.modified_on,
+                            topic="allocation_ledger.domain.provider:Provider", state=state)
+    restored = old.mutate(None)
+    assert (restored.version, restored.generation) == (3, provider.generation) == (3, 1)

@@ -47,6 +47,9 @@ SAMPLES: dict[type[Any], Callable[[Provider], None]] = {
     Provider.DevicesSet: lambda p: p.set_devices("VGPU", ["g0", "g1", "g2"], REQUEST),
     Provider.Renamed: lambda p: p.rename("renamed", REQUEST),
     Provider.Deleted: lambda p: p.trigger_event(Provider.Deleted, request=REQUEST),
+    Provider.Reregistered: lambda p: p.trigger_event(
+        Provider.Reregistered, provider_uuid=HOST, name="again", parent_uuid=None,
+        root_uuid=HOST, request=REQUEST),
 }
 
 
@@ -111,3 +114,17 @@ def test_only_classes_whose_events_replace_containers_share_them() -> None:
     assert working.allocations[HOST] is not consumer.allocations[HOST]
     provider = a_provider()
     assert provider.working_copy().devices is provider.devices  # shared: a few attributes copied
+
+
+@pytest.mark.parametrize("event", sorted(SAMPLES, key=lambda e: e.__name__),
+                         ids=lambda e: e.__name__)
+def test_an_event_moves_the_generation_as_its_class_says(event: type[Any]) -> None:
+    """Placement's numbering: an event marked ``counted`` advances the generation by one,
+    any other leaves it (its applier counts it out); a registration anew starts at 0."""
+    provider = a_provider()
+    before = provider.generation
+    SAMPLES[event](provider)
+    if event is Provider.Reregistered:
+        assert provider.generation == 0
+    else:
+        assert provider.generation == before + int(event.counted)

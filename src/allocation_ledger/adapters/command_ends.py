@@ -29,6 +29,7 @@ from typing import Any
 from uuid import UUID
 
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.provider_name import ProviderName
 
 CREATED, PROVIDER, CONSUMER = 0, 1, 2
 
@@ -54,6 +55,8 @@ class CommandSplitter:
         if self._use_request and request != previous_request:
             self._rank = _rank(event)
             return True
+        if self._use_request and isinstance(request, dict) and request.get("command_id"):
+            return False  # one command id: one command, whatever its streams
         if stream == previous:
             if rank == CREATED:
                 return False  # a new stream's block goes on (Registered, InventoriesSet)
@@ -64,6 +67,8 @@ class CommandSplitter:
 
 
 def _rank(event: Any) -> int:
-    if event.originator_version == 1:
+    if isinstance(event, ProviderName.Event):
+        return CONSUMER  # a command appends the names it takes or lets go last
+    if event.originator_version == 1 or isinstance(event, Provider.Reregistered):
         return CREATED
     return PROVIDER if isinstance(event, Provider.Event) else CONSUMER

@@ -63,11 +63,11 @@ def _by_topic(store: EventStore, classes: Iterable[type]) -> Iterator[Notificati
 def providers(store: EventStore) -> dict[str, ProviderEntry]:
     """Every provider registered and not deleted, in order of registration."""
     decode = Decoder(store.mapper)
-    registered = get_topic(Provider.Registered)
+    registered = {get_topic(Provider.Registered), get_topic(Provider.Reregistered)}
     found: dict[UUID | str, ProviderEntry] = {}
-    for n in _by_topic(store, (Provider.Registered, Provider.Deleted)):
+    for n in _by_topic(store, (Provider.Registered, Provider.Reregistered, Provider.Deleted)):
         stream = n.originator_id  # a UUID from every recorder: no conversion per row
-        if n.topic == registered:
+        if n.topic in registered:
             event: Any = decode(n)
             found[stream] = ProviderEntry(event.provider_uuid, event.name, event.parent_uuid,
                                           event.root_uuid)

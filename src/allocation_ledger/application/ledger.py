@@ -206,7 +206,7 @@ class Ledger:
         cmd = parse(ProviderIn, provider_uuid=provider_uuid, name=name,
                     parent_uuid=parent_uuid)
         invs = (parse(InventoriesIn, provider_uuid=cmd.provider_uuid, inventories=inventories,
-                      expected_generation=1) if inventories else None)
+                      expected_generation=0) if inventories else None)
         it = intent("register_provider", command_id, request, cmd, invs)
         return self._handle(it, providers.register, providers.Registration(cmd, invs),
                             _provider(cmd.provider_uuid))

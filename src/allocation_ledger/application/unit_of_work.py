@@ -37,9 +37,14 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
     StoreUnusable,
 )
-from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import (
+    consumer_stream_id,
+    provider_name_stream_id,
+    provider_stream_id,
+)
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.values import RequestMeta
 
 if TYPE_CHECKING:
@@ -83,8 +88,9 @@ class UnitOfWork:
         self._cached_reads: set[str] = set()
         self._providers: dict[str, Provider | None] = {}
         self._consumers: dict[str, Consumer | None] = {}
+        self._names: dict[str, ProviderName | None] = {}
         self._new: list[Aggregate] = []
-        self._expected_providers: dict[str, int] = {}
+        self._expected_providers: dict[str, tuple[int, int]] = {}
         #: consumer -> (stream version, writes that named it, generation) as first read;
         #: all None if absent
         self._loaded: dict[str, tuple[int | None, int | None, int | None]] = {}
@@ -125,10 +131,10 @@ class UnitOfWork:
         if provider_uuid not in self._providers:
             self._load_provider(provider_uuid, cached=False)
         provider = self.provider(provider_uuid)
-        if provider.version != expected_generation:
+        if provider.generation != expected_generation:
             raise ProviderGenerationConflict(provider_uuid, expected_generation,
-                                             provider.version)
-        self._expected_providers[provider_uuid] = expected_generation
+                                             provider.generation)
+        self._expected_providers[provider_uuid] = (expected_generation, provider.version)
         return provider
 
     def _load_provider(self, provider_uuid: str, *, cached: bool) -> None:
@@ -182,10 +188,19 @@ class UnitOfWork:
             raise MigrationNotFound(migration_uuid)
         return found
 
-    def add(self, aggregate: Consumer | Provider) -> None:
+    def provider_name(self, name: str) -> ProviderName | None:
+        """The name's stream, or ``None`` if no provider ever took the name."""
+        if name not in self._names:
+            found = self._store.get(provider_name_stream_id(name), short=True)
+            self._names[name] = found if isinstance(found, ProviderName) else None
+        return self._names[name]
+
+    def add(self, aggregate: Consumer | Provider | ProviderName) -> None:
         """A new aggregate to commit with the rest."""
         self._new.append(aggregate)
-        if isinstance(aggregate, Provider):
+        if isinstance(aggregate, ProviderName):
+            self._names[aggregate.name] = aggregate
+        elif isinstance(aggregate, Provider):
             self._providers[aggregate.uuid] = aggregate
         else:
             self.consumer(aggregate.uuid)  # remember it was absent
@@ -248,10 +263,12 @@ class UnitOfWork:
 
     def changed(self) -> list[Aggregate]:
         """Every aggregate with events to append, in the order they are appended: new
-        streams, then providers, then consumers."""
-        changed: list[Aggregate] = list(self._new)
+        streams, then providers, then consumers, then provider names (new or not: a
+        command's block of events keeps the shape ``adapters.command_ends`` reads)."""
+        changed: list[Aggregate] = [a for a in self._new if not isinstance(a, ProviderName)]
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        changed += [n for n in self._names.values() if n is not None and n.pending_events]
         return list({id(a): a for a in changed}.values())
 
     @property
@@ -316,8 +333,10 @@ class UnitOfWork:
                 ) from err
         if self._assumed_absent:  # perhaps a consumer taken as new exists: read it, decide again
             raise Clash from err
-        for uuid, expected in self._expected_providers.items():
-            actual = self._store.stream_version(provider_stream_id(uuid)) or 0
-            if actual != expected:
+        for uuid, (expected, version) in self._expected_providers.items():
+            stream = provider_stream_id(uuid)
+            if (self._store.stream_version(stream) or 0) != version:
+                current = self._store.get(stream)
+                actual = current.generation if isinstance(current, Provider) else 0
                 raise ProviderGenerationConflict(uuid, expected, actual) from err
         raise Clash from err

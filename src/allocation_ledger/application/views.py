@@ -77,7 +77,7 @@ class ProviderView:
         return cls(
             provider_uuid=provider.uuid,
             name=provider.name,
-            generation=provider.version,
+            generation=provider.generation,
             parent_uuid=provider.parent_uuid,
             root_uuid=provider.root_uuid,
             children=tuple(provider.children),

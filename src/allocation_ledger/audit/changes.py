@@ -64,7 +64,7 @@ def _holding(event: Any, before: Any) -> Changes:
 
 
 def _provider(event: Any, before: Any) -> Changes:
-    if isinstance(event, Provider.Registered):
+    if isinstance(event, Provider.Registered | Provider.Reregistered):
         return {"name": event.name, "parent_uuid": event.parent_uuid,
                 "root_uuid": event.root_uuid}
     if isinstance(event, Provider.InventoriesSet):

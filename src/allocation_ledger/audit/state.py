@@ -28,9 +28,15 @@ from eventsourcing.domain import Aggregate
 
 from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import (
+    command_stream_id,
+    consumer_stream_id,
+    provider_name_stream_id,
+    provider_stream_id,
+)
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.provider_name import ProviderName
 
 
 @dataclass
@@ -82,10 +88,11 @@ class LedgerState:
         return None
 
     def settle(self, stream: UUID) -> None:
-        """Let go of ``stream`` if it is a command record, or a consumer that holds nothing
-        and is no migration in flight (only when streams can be revived)."""
+        """Let go of ``stream`` if it is a command record, a provider name, or a consumer
+        that holds nothing and is no migration in flight (only when streams can be
+        revived)."""
         aggregate = self.aggregates.get(stream)
-        if self.revive is None or not isinstance(aggregate, Consumer | Command):
+        if self.revive is None or not isinstance(aggregate, Consumer | Command | ProviderName):
             return
         if isinstance(aggregate, Consumer) and (aggregate.allocations or aggregate.devices or (
                 isinstance(aggregate, Migration) and aggregate.in_flight)):
@@ -100,7 +107,7 @@ class LedgerState:
         the store holds its creation before ``position``)."""
         assert self.revive is not None
         aggregate = self.revive(stream, version, position)
-        if isinstance(aggregate, Consumer | Command):
+        if isinstance(aggregate, Consumer | Command | ProviderName):
             self.aggregates[stream] = aggregate
         if isinstance(aggregate, Consumer):
             self.consumers[aggregate.uuid] = aggregate
@@ -120,6 +127,8 @@ class LedgerState:
         elif isinstance(aggregate, Command):
             self.commands += 1
             expected = command_stream_id(aggregate.command_id)
+        elif isinstance(aggregate, ProviderName):
+            expected = provider_name_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
@@ -141,7 +150,9 @@ class LedgerState:
 
 
 def _natural_id(aggregate: Any) -> str:
-    return str(aggregate.command_id if isinstance(aggregate, Command) else aggregate.uuid)
+    if isinstance(aggregate, Command):
+        return str(aggregate.command_id)
+    return str(aggregate.name if isinstance(aggregate, ProviderName) else aggregate.uuid)
 
 
 def fingerprint(aggregate: Aggregate) -> dict[str, Any]:

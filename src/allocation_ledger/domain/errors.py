@@ -148,7 +148,7 @@ class UnknownPrefix(NotFound):
 
 
 class ProviderExists(LedgerError):
-    """Raised when registering a provider whose UUID is already taken (or was used)."""
+    """Raised when registering a provider whose UUID a live provider has."""
 
     FIELDS = ("provider_uuid",)
     provider_uuid: str
@@ -156,7 +156,21 @@ class ProviderExists(LedgerError):
     def __init__(self, provider_uuid: str) -> None:
         self.provider_uuid = provider_uuid
         super().__init__(
-            f"provider {provider_uuid} already exists (a deleted provider's UUID is not reused)")
+            f"provider {provider_uuid} already exists")
+
+
+class ProviderNameTaken(LedgerError):
+    """Raised when registering or renaming a provider to a name another provider holds."""
+
+    FIELDS = ("name", "provider_uuid")
+    name: str
+    provider_uuid: str
+
+    def __init__(self, name: str, provider_uuid: str) -> None:
+        self.name, self.provider_uuid = name, provider_uuid
+        super().__init__(
+            f"Conflicting resource provider name: {name} already exists (provider "
+            f"{provider_uuid})")
 
 
 class ProviderInUse(LedgerError):

@@ -27,6 +27,13 @@ def consumer_stream_id(consumer_uuid: str) -> UUID:
 
 
 COMMAND_NAMESPACE = UUID("c6b1f0a4-2d7e-4b3a-8f5c-1e9d0a7b3c03")
+PROVIDER_NAME_NAMESPACE = UUID("5b2e8d17-9c4a-4e61-a3f0-7d1c6b8e2a04")
+
+
+@lru_cache(maxsize=1 << 12)
+def provider_name_stream_id(name: str) -> UUID:
+    """The stream id of the provider name ``name`` (see :mod:`.provider_name`)."""
+    return uuid5(PROVIDER_NAME_NAMESPACE, name)
 
 
 @lru_cache(maxsize=1 << 12)

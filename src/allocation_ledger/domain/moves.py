@@ -37,7 +37,6 @@ from allocation_ledger.domain.values import (
     RequestMeta,
     merge_allocations,
     provider_uuids,
-    subtract_allocations,
 )
 from allocation_ledger.domain.workspace import Workspace
 
@@ -170,6 +169,19 @@ def _blind_copy(ws: Workspace, instance: Consumer, destination_root: str) -> All
             f"of {destination.parent_uuid}", provider_uuid=destination_root,
         )
     return {destination_root: dict(instance.allocations[sources[0]])}
+
+
+def evacuated_root(ws: Workspace, allocations: Allocations, destination: Allocations) -> str:
+    """The host an evacuation leaves, among the roots of the instance's ``allocations``: the
+    one whose resource classes the ``destination`` stands in for (an instance may also hold
+    disk on a shared-storage root, which stays); then the one holding more classes; then
+    the lowest UUID, so the choice is the same on every replay."""
+    wanted = {rc for by_rc in destination.values() for rc in by_rc}
+    classes: dict[str, set[str]] = {}
+    for rp, by_rc in allocations.items():
+        classes.setdefault(ws.provider(rp).root_uuid, set()).update(by_rc)
+    return min(classes, key=lambda root: (-len(classes[root] & wanted),
+                                          -len(classes[root]), root))
 
 
 def check_other_host(ws: Workspace, source_root: str, destination: Allocations,
@@ -308,7 +320,7 @@ def evacuate(
         raise InvalidRequest("give exactly one of destination or destination_root")
     if destination is None:
         destination = _blind_copy(ws, instance, destination_root or "")
-    source_root = root_of(ws, instance.allocations)
+    source_root = evacuated_root(ws, instance.allocations, destination)
     dest_root = check_other_host(ws, source_root, destination, EVACUATION)
     check_unit_rules(ws.provider, instance_uuid, destination)
     both = merge_allocations(instance.allocations, destination)
@@ -325,14 +337,17 @@ def evacuate(
 def complete_evacuation(
     ws: Workspace, migration_uuid: str, instance_generation: int | None, request: RequestMeta
 ) -> None:
-    """The source host was cleaned up: remove the evacuated instance's source share."""
+    """The source host was cleaned up: remove the evacuated instance's source share, its
+    allocations on the evacuated host's tree only; what it holds on any other provider
+    (shared storage, a second root) stays."""
     migration = ws.migration(migration_uuid)
     migration.check_can("complete", (EVACUATION,))
     instance = ws.consumer(migration.instance_uuid)
     check_generation(migration.instance_uuid, instance, instance_generation)
     if instance is None:
         raise ConsumerNotFound(migration.instance_uuid)
-    left = subtract_allocations(instance.allocations, migration.old_allocations)
+    left = {rp: dict(by_rc) for rp, by_rc in instance.allocations.items()
+            if ws.provider(rp).root_uuid != migration.source_root}
     kept = {rp: by_rc for rp, by_rc in instance.devices.items() if rp in left}
     target = Target(instance.uuid, left, kept, check_units=False)
     after = reallocate(ws.provider, {instance.uuid: Holding(instance.allocations,

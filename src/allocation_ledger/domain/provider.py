@@ -1,10 +1,14 @@
 """The provider aggregate: one stream per resource provider.
 
 A provider is a compute host (a root) or a nested child (NUMA node, NIC, physical GPU). Its
-stream version is its generation: inventory changes, device changes, child attachment and
-every allocation write that changes its usage or device holders advance it. Because every
-write that grows usage appends to the provider's stream, two racing writers can never both
-take the last unit: the store's unique (stream, version) key lets only one of them in.
+generation is Placement's number: 0 when it is registered (again 0 when a deleted provider's
+UUID is registered anew, on the same stream), then +1 for every event that changes it —
+inventory, devices, every allocation write that changes its usage or device holders.
+Attaching or detaching a child and a rename are events of its stream that Placement does not
+count (its generation stays): they are marked ``counted = False``, and the generation is the
+stream version less the events not counted. Because every write that grows usage appends to
+the provider's stream, two racing writers can never both take the last unit: the store's
+unique (stream, version) key lets only one of them in.
 
 State is plain data (dicts, lists, ints) so snapshots and appliers stay simple. Appliers only
 assign; every check happens in the methods before an event is triggered. An applier gives the
@@ -17,7 +21,7 @@ it).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -28,6 +32,7 @@ from allocation_ledger.domain.errors import (
     InvalidInventory,
     InvalidRequest,
     InventoryInUse,
+    ProviderExists,
     ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
@@ -42,18 +47,54 @@ class Provider(PlainState, Aggregate):
     #: its events replace containers, never change them in place (see the module)
     shares_containers = True
 
+    #: stream events that do not count in the generation, the registration included (the
+    #: class default reads a provider restored without ``__init__``: registered, no more)
+    uncounted: int = 1
+
+    #: snapshots carry ``uncounted`` from version 2 on (see :meth:`upcast_v1_v2`)
+    class_version = 2
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A snapshot taken before generations were Placement's numbers: the events it
+        stands for that do not count are its registration and its children's attachments
+        (renames and detached children before it cannot be told from the snapshot and are
+        counted; a snapshot is replaced by a new one every 200 events)."""
+        state["uncounted"] = 1 + len(state.get("children", ()))
+
     class Event(Aggregate.Event):
         """Base of every provider event; ``request`` says who asked and why."""
+
+        #: whether the event advances the provider's generation (Placement's rule); the
+        #: appliers of those that do not count themselves out (``uncounted``)
+        counted: ClassVar[bool] = True
 
         request: RequestMeta
 
     class Registered(Event, Aggregate.Created):
         """A provider was registered, as a root or as a child of ``parent_uuid``."""
 
+        counted = False
+
         provider_uuid: str
         name: str
         parent_uuid: str | None
         root_uuid: str
+
+    class Reregistered(Event):
+        """A deleted provider's UUID was registered anew (Nova restarting a compute service
+        with its stable id, an Ironic rebalance): its stream goes on, its state starts
+        afresh as :class:`Registered` starts it, and its generation is 0 again."""
+
+        provider_uuid: str
+        name: str
+        parent_uuid: str | None
+        root_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.__init__(  # type: ignore[misc]
+                self.provider_uuid, self.name, self.parent_uuid, self.root_uuid)
+            aggregate.uncounted = self.originator_version  # generation 0 again
 
     class InventoriesSet(Event):
         """The provider's whole inventory was replaced by ``inventories`` (class -> fields)."""
@@ -64,20 +105,26 @@ class Provider(PlainState, Aggregate):
             aggregate.inventories = {rc: dict(v) for rc, v in self.inventories.items()}
 
     class ChildAttached(Event):
-        """A child provider was registered under this one."""
+        """A child provider was registered under this one (not a change of its own)."""
+
+        counted = False
 
         child_uuid: str
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.children = sorted({*aggregate.children, self.child_uuid})
+            aggregate.uncounted += 1
 
     class ChildDetached(Event):
-        """A child provider of this one was deleted."""
+        """A child provider of this one was deleted (not a change of its own)."""
+
+        counted = False
 
         child_uuid: str
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.children = [c for c in aggregate.children if c != self.child_uuid]
+            aggregate.uncounted += 1
 
     class AllocationsChanged(Event):
         """A write by ``consumers`` changed this provider's usage or device holders.
@@ -122,15 +169,19 @@ class Provider(PlainState, Aggregate):
             aggregate.inventories = inventories
 
     class Renamed(Event):
-        """The provider's name became ``name``."""
+        """The provider's name became ``name`` (Placement keeps the generation)."""
+
+        counted = False
 
         name: str
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.name = self.name
+            aggregate.uncounted += 1
 
     class Deleted(Event):
-        """The provider was deleted; its UUID is never reused."""
+        """The provider was deleted; its UUID may be registered again
+        (:class:`Reregistered`)."""
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.deleted = True
@@ -147,6 +198,7 @@ class Provider(PlainState, Aggregate):
         self.devices: dict[str, dict[str, str | None]] = {}
         self.children: list[str] = []
         self.deleted = False
+        self.uncounted = 1  # the registration itself (``counted = False``)
 
     # -- creation -------------------------------------------------------------------------
 
@@ -173,12 +225,32 @@ class Provider(PlainState, Aggregate):
             parent.trigger_event(cls.ChildAttached, child_uuid=provider_uuid, request=request)
         return provider
 
+    def register_again(self, name: str, parent: Provider | None, request: RequestMeta) -> None:
+        """Register this deleted provider's UUID anew, as a root or under ``parent``."""
+        if not self.deleted:
+            raise ProviderExists(self.uuid)
+        self.trigger_event(
+            self.Reregistered,
+            provider_uuid=self.uuid,
+            name=name,
+            parent_uuid=parent.uuid if parent else None,
+            root_uuid=parent.root_uuid if parent else self.uuid,
+            request=request,
+        )
+        if parent is not None:
+            parent.trigger_event(self.ChildAttached, child_uuid=self.uuid, request=request)
+
     # -- reads ----------------------------------------------------------------------------
 
     @property
     def stream_id(self) -> UUID:
         """The provider's stream id."""
         return self.id
+
+    @property
+    def generation(self) -> int:
+        """Placement's generation: 0 when registered, +1 for each change since."""
+        return self.version - self.uncounted
 
     def inventory(self, resource_class: str) -> Inventory:
         """The class's inventory; :class:`ResourceClassNotOnProvider` if it has none."""

@@ -29,6 +29,7 @@ TABLE: tuple[tuple[type[e.LedgerError], int, str], ...] = (
     (e.InventoryInUse, 409, INVENTORY_INUSE),
     (e.Conflict, 409, CONCURRENT_UPDATE),  # consumer/provider generations, exhausted retries
     (e.ProviderExists, 409, DUPLICATE_NAME),
+    (e.ProviderNameTaken, 409, DUPLICATE_NAME),
     (e.InsufficientCapacity, 409, DEFAULT),
     (e.InvalidAllocation, 409, DEFAULT),  # Placement: constraints violated is a 409
     (e.ResourceClassNotOnProvider, 409, DEFAULT),

@@ -21,6 +21,7 @@ from allocation_ledger.domain.errors import (
     ResourceClassNotOnProvider,
 )
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.values import Inventory
 
 
@@ -39,13 +40,19 @@ class OneInventory(NamedTuple):
 
 
 def register(uow: UnitOfWork, cmd: Registration) -> None:
-    """A new root provider, or a child of its parent, with its inventory if given."""
+    """A new root provider, or a child of its parent, with its inventory if given; a
+    deleted provider's UUID is registered anew on its stream."""
     new = cmd.provider
-    if uow.any_provider(new.provider_uuid) is not None:
+    provider = uow.any_provider(new.provider_uuid)
+    if provider is not None and not provider.deleted:
         raise ProviderExists(new.provider_uuid)
     parent = uow.provider(new.parent_uuid) if new.parent_uuid else None
-    provider = Provider.register(new.provider_uuid, new.name, parent, uow.request)
-    uow.add(provider)
+    if provider is None:
+        provider = Provider.register(new.provider_uuid, new.name, parent, uow.request)
+        uow.add(provider)
+    else:
+        provider.register_again(new.name, parent, uow.request)
+    take_name(uow, new.name, new.provider_uuid)
     if cmd.inventories is not None:
         provider.set_inventories(_given(cmd.inventories), uow.request)
 
@@ -81,7 +88,11 @@ def set_devices(uow: UnitOfWork, cmd: DevicesSetIn) -> None:
 
 def rename(uow: UnitOfWork, cmd: RenameProviderIn) -> None:
     """A provider renamed."""
-    uow.provider_at(cmd.provider_uuid, cmd.expected_generation).rename(cmd.name, uow.request)
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    old = provider.name
+    provider.rename(cmd.name, uow.request)
+    release_name(uow, old, provider.uuid)
+    take_name(uow, cmd.name, provider.uuid)
 
 
 def delete(uow: UnitOfWork, cmd: DeleteProviderIn) -> None:
@@ -94,6 +105,7 @@ def delete(uow: UnitOfWork, cmd: DeleteProviderIn) -> None:
         except ProviderNotFound:
             parent = None
     provider.delete(parent, uow.request)
+    release_name(uow, provider.name, provider.uuid)
 
 
 def _inventory(model: InventoryIn) -> Inventory:
@@ -106,3 +118,19 @@ def _given(cmd: InventoriesIn) -> dict[str, Inventory]:
 
 def _current(provider: Provider) -> dict[str, Inventory]:
     return {rc: provider.inventory(rc) for rc in provider.inventories}
+
+
+def take_name(uow: UnitOfWork, name: str, provider_uuid: str) -> None:
+    """``provider_uuid`` takes ``name`` (:class:`ProviderNameTaken` if another holds it)."""
+    found = uow.provider_name(name)
+    if found is None:
+        uow.add(ProviderName.take_new(name, provider_uuid, uow.request))
+    else:
+        found.take(provider_uuid, uow.request)
+
+
+def release_name(uow: UnitOfWork, name: str, provider_uuid: str) -> None:
+    """``provider_uuid`` lets ``name`` go (nothing when the name has no stream yet)."""
+    found = uow.provider_name(name)
+    if found is not None:
+        found.release(provider_uuid, uow.request)

@@ -46,32 +46,52 @@ class Digest:
     def from_dict(cls, data: dict[str, Any], source: str) -> Digest:
         """A digest read back; :class:`InvalidRequest` for one that is not."""
         try:
-            return cls(int(data["position"]), bytes.fromhex(data["chain_hash"]),
-                       str(data.get("taken_at", "")))
-        except (KeyError, TypeError, ValueError) as err:
+            digest = cls(int(data["position"]), bytes.fromhex(data["chain_hash"]),
+                         str(data.get("taken_at", "")))
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
             raise InvalidRequest(f"{source} is not a digest (position and chain_hash): {err}",
                                  source=source) from err
+        if not 0 <= digest.position < 2**63 or len(digest.chain_hash) != len(chain.GENESIS):
+            raise InvalidRequest(f"{source} is not a digest: a position from 0 and a chain "
+                                 "hash of 32 bytes (64 hex digits) expected", source=source)
+        return digest
 
 
 def read_digests(paths: Iterable[str]) -> list[Digest]:
-    """Digests from files: each a JSON object, a list of them, or one per line."""
+    """Digests from files: each a JSON object, a list of them, or one per line. A file
+    that cannot be read as digests, or holds none, is an :class:`InvalidRequest`: an audit
+    asked to check a digest never passes without checking one."""
     found: list[Digest] = []
     for path in paths:
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise InvalidRequest(f"cannot read digest file {path}: {err.strerror}",
-                                 path=path) from err
-        try:
-            data = json.loads(text)
-            items = data if isinstance(data, list) else [data]
-        except json.JSONDecodeError:
-            try:
-                items = [json.loads(line) for line in text.splitlines() if line.strip()]
-            except json.JSONDecodeError as err:
-                raise InvalidRequest(f"{path} is not JSON: {err}", path=path) from err
+        items = _items(path)
+        if not items:
+            raise InvalidRequest(f"{path} holds no digest: no digest would be checked",
+                                 path=path)
         found += [Digest.from_dict(item, path) for item in items]
     return sorted(found, key=lambda d: d.position)
+
+
+def _items(path: str) -> list[Any]:
+    """The JSON values of a digest file (a list's items, or one per line)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InvalidRequest(f"cannot read digest file {path}: {err.strerror}",
+                             path=path) from err
+    except UnicodeDecodeError as err:
+        raise InvalidRequest(f"{path} is not a digest file: not UTF-8 text ({err.reason} at "
+                             f"byte {err.start})", path=path) from err
+    try:
+        try:
+            data = json.loads(text)
+            return data if isinstance(data, list) else [data]
+        except json.JSONDecodeError:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise InvalidRequest(f"{path} is not JSON: {err}", path=path) from err
+    except RecursionError as err:  # nesting deeper than the parser goes: no digest is
+        raise InvalidRequest(f"{path} is not a digest file: JSON nested too deeply",
+                             path=path) from err
 
 
 def head(last: Notification | None) -> Digest:
@@ -92,7 +112,15 @@ class ChainCheck:
         self.computed = previous  # the chain computed from the first event, never reset
         self.position = 0
         self.findings: list[Finding] = []
-        self._digests = sorted(digests, key=lambda d: d.position)
+        # the same digest recorded twice (``digest --json >> file`` with no write between,
+        # one file given twice) is one digest; two different ones at a position are both
+        # compared, and one of them cannot match
+        unique = {(d.position, d.chain_hash): d for d in digests}.values()
+        self._digests = sorted((d for d in unique if d.position > 0),
+                               key=lambda d: d.position)
+        for digest in unique:  # an empty ledger's head: every chain starts from it
+            if digest.position == 0 and digest.chain_hash != chain.GENESIS:
+                self._mismatch(digest, Where(0), chain.GENESIS)
 
     def observe(self, n: Notification) -> None:
         """Check one event's link, and any digest at or below its position."""
@@ -115,7 +143,7 @@ class ChainCheck:
                 "reordered", {"version": n.originator_version, "previous": self.position}))
         self.stored = stored or link
         self.position = n.id
-        if self._digests and self._digests[0].position == n.id:
+        while self._digests and self._digests[0].position == n.id:
             self._compare(self._digests.pop(0), where)
 
     def finish(self) -> None:
@@ -143,8 +171,11 @@ class ChainCheck:
 
     def _compare(self, digest: Digest, where: Where) -> None:
         if digest.chain_hash != self.computed:
-            self.findings.append(Finding.at(
-                where, f.DIGEST_MISMATCH,
-                f"the ledger up to #{digest.position} is not the one the digest taken "
-                f"{digest.taken_at or 'earlier'} recorded: history before it was changed",
-                {"digest": digest.chain_hash.hex(), "computed": self.computed.hex()}))
+            self._mismatch(digest, where, self.computed)
+
+    def _mismatch(self, digest: Digest, where: Where, computed: bytes) -> None:
+        self.findings.append(Finding.at(
+            where, f.DIGEST_MISMATCH,
+            f"the ledger up to #{digest.position} is not the one the digest taken "
+            f"{digest.taken_at or 'earlier'} recorded: history before it was changed",
+            {"digest": digest.chain_hash.hex(), "computed": computed.hex()}))

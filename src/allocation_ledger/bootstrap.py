@@ -13,6 +13,7 @@ import psycopg
 from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters import chain, deploy
+from allocation_ledger.adapters import sqlite as sqlite_adapter
 from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
@@ -37,18 +38,23 @@ def is_store_failure(err: BaseException) -> bool:
         alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
 
 
-def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:
+def open_store(url: str | None = None, *, create: bool = True,
+               read_only: bool = False) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
     created on first use (nothing is created where they exist), unless ``create`` is false
     (reads: :class:`StoreNotFound` when there is no ledger there, and nothing is created).
+    ``read_only`` (implies ``create=False``): a SQLite file is opened so that nothing can
+    be written to it or beside it, so a user who may only read it can (audits, history).
     :class:`StoreUnavailable` when it cannot be opened or reached; :class:`StoreUnusable`
     for a corrupt SQLite file, a ledger not yet migrated to the hash chain, or a chain key
     not the ledger's."""
     config = parse_url(url)
-    if not create:
+    if not create or read_only:
         _check_file(config)
-        read_only = {"CREATE_TABLE": "n", CREATE_LEDGER: "n"}
-        config = StoreConfig(config.url, config.kind, {**config.env, **read_only})
+        reading = {"CREATE_TABLE": "n", CREATE_LEDGER: "n"}
+        if read_only and config.kind == "sqlite":
+            reading[sqlite_adapter.READ_ONLY] = "y"
+        config = StoreConfig(config.url, config.kind, {**config.env, **reading})
     try:
         with _schema_lock(config):
             store = EventStore(env=config.env)
@@ -57,7 +63,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventSto
                             f"corrupt ({err}): restore it from a backup") from err
     except STORE_FAILURES as err:
         raise StoreUnavailable(config.redacted_url, one_line(err)) from err
-    if not create:
+    if not create or read_only:
         _check_tables(store, config)
     return store, config
 
@@ -163,6 +169,7 @@ def open_ledger(
     create: bool = True,
     group_commit: bool = False,
     policy: WritePolicy | None = None,
+    read_only: bool = False,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
@@ -174,8 +181,10 @@ def open_ledger(
     ``application/grouping.py``). ``policy``: what a command's first attempt may take from
     the process's cache and how clashes on hosts are retried (the default
     :class:`~allocation_ledger.application.policy.WritePolicy` unless given).
+    ``read_only``: for reads only, by a user who may not write the store (see
+    :func:`open_store`).
     """
-    store, _ = open_store(url, create=create)
+    store, _ = open_store(url, create=create, read_only=read_only)
     ledger = Ledger(store, policy=policy or WritePolicy(), group_commit=group_commit)
     if read_side:
         from allocation_ledger.projections.readmodels import ReadModels
@@ -193,7 +202,7 @@ def open_read_models(ledger_url: str | None = None, url: str | None = None,
     from allocation_ledger.projections.readmodels import ReadModels
     from allocation_ledger.projections.store import open_engine
 
-    store, _ = open_store(ledger_url, create=False)
+    store, _ = open_store(ledger_url, create=False, read_only=not create)
     try:
         engine = open_engine(store.env, url, create=create)
     except BaseException:

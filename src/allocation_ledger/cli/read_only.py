@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 
 @contextmanager
 def store_of(args: argparse.Namespace) -> Iterator[EventStore]:
-    """The event store ``--url`` names (which must hold a ledger: a read creates nothing),
-    closed afterwards."""
+    """The event store ``--url`` names (which must hold a ledger: a read creates nothing,
+    and a SQLite file is opened read-only, for a user who may only read it), closed
+    afterwards."""
     from allocation_ledger.bootstrap import open_store
 
-    store, _ = open_store(args.url, create=False)
+    store, _ = open_store(args.url, read_only=True)
     try:
         yield store
     finally:

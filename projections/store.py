@@ -141,7 +141,9 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
     with engine.connect().execution_options(immediate=True) as conn, conn.begin():
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
-            if schema:
+            # only where it is missing: even with IF NOT EXISTS, PostgreSQL requires
+            # CREATE on the database, which a schema's owner need not have
+            if schema and not inspect(conn).has_schema(schema):
                 conn.execute(CreateSchema(_identifier(schema), if_not_exists=True))
         for table in tables.metadata.sorted_tables:
             conn.execute(CreateTable(table, if_not_exists=True))

@@ -49,6 +49,7 @@ from allocation_ledger.domain.errors import (
     StoreUnavailable,
     StoreUnusable,
     UnknownPrefix,
+    UnreadableEvent,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ __all__ = [
     "StoreUnavailable",
     "StoreUnusable",
     "UnknownPrefix",
+    "UnreadableEvent",
     "__version__",
     "open_ledger",
 ]

@@ -69,7 +69,10 @@ def open_store(url: str | None = None, *, create: bool = True,
 
 
 def one_line(err: BaseException) -> str:
-    """An error's message on one line (drivers' messages often span several)."""
+    """An error's message on one line (drivers' messages often span several); for an error
+    SQLAlchemy wrapped, the driver's own message (without the statement and the link
+    SQLAlchemy adds)."""
+    err = getattr(err, "orig", None) or err
     text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
     return text or type(err).__name__
 

@@ -24,7 +24,7 @@ from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
-from allocation_ledger.domain.migration import started_by
+from allocation_ledger.domain.migration import check_age, started_by
 
 Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 2000
@@ -90,6 +90,8 @@ def audit(
     hash before ``start``), and so is the database's own integrity where it has a check;
     ``verify_chain=False`` leaves the chain out (only for measuring what it costs).
     """
+    if stale_after is not None:
+        check_age(stale_after)  # before the replay, not after it
     read, notes = (drift.load(store, projections if isinstance(projections, str)
                                    else None) if projections else (None, []))
     unbound = drift.unbound(store, read) if read is not None else []

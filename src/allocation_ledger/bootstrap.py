@@ -14,7 +14,7 @@ from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters import chain, deploy
 from allocation_ledger.adapters import sqlite as sqlite_adapter
-from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
+from allocation_ledger.adapters.eventstore import AUDIT, CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.application.policy import WritePolicy
@@ -38,20 +38,23 @@ def is_store_failure(err: BaseException) -> bool:
         alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
 
 
-def open_store(url: str | None = None, *, create: bool = True,
-               read_only: bool = False) -> tuple[EventStore, StoreConfig]:
+def open_store(url: str | None = None, *, create: bool = True, read_only: bool = False,
+               audit: bool = False) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
     created on first use (nothing is created where they exist), unless ``create`` is false
     (reads: :class:`StoreNotFound` when there is no ledger there, and nothing is created).
     ``read_only`` (implies ``create=False``): a SQLite file is opened so that nothing can
     be written to it or beside it, so a user who may only read it can (audits, history).
+    ``audit`` (implies ``read_only``): a chain key set for a ledger that reads unkeyed is
+    not refused but marked (``store.recorder.chain_downgraded``) for the audit to report.
     :class:`StoreUnavailable` when it cannot be opened or reached; :class:`StoreUnusable`
     for a corrupt SQLite file, a ledger not yet migrated to the hash chain, or a chain key
     not the ledger's."""
     config = parse_url(url)
+    read_only = read_only or audit
     if not create or read_only:
         _check_file(config)
-        reading = {"CREATE_TABLE": "n", CREATE_LEDGER: "n"}
+        reading = {"CREATE_TABLE": "n", CREATE_LEDGER: "n", AUDIT: "y" if audit else "n"}
         if read_only and config.kind == "sqlite":
             reading[sqlite_adapter.READ_ONLY] = "y"
         config = StoreConfig(config.url, config.kind, {**config.env, **reading})

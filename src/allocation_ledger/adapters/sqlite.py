@@ -165,6 +165,9 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             None if self.lock_path is None else os.path.realpath(pool.db_name),
             pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT)
         self.chain_key = chain.key_from_environment()
+        #: opened for an audit (``eventstore.AUDIT``); a keyed chain found set back to
+        #: unkeyed is then read as stored and marked, not refused (``chain.check_key``)
+        self.chain_audit = self.chain_downgraded = False
         self.chain_table = f"{self.events_table_name}_chain"
         table = self.events_table_name
         self._lock = f"UPDATE {self.chain_table} SET keyed = keyed WHERE 0"
@@ -207,8 +210,10 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             if _columns(c, self.chain_table):
                 c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
                 found = c.fetchone()
-                if found is not None:
-                    chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+                if found is not None and chain.check_key(
+                        bool(found[0]), found[1], self.chain_key, self.where,
+                        audit=self.chain_audit):
+                    self.chain_downgraded, self.chain_key = True, None  # read as stored
 
     def _refuse_unusable(self, c: SQLiteCursor) -> None:
         if self.lock_path is not None:

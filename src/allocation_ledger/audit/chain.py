@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,24 +36,28 @@ class Digest:
     position: int
     chain_hash: bytes
     taken_at: str = ""
+    #: whether the chain was keyed (None: not recorded, a digest from before the field)
+    keyed: bool | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, as ``digest --json`` prints it."""
         return {"position": self.position, "chain_hash": self.chain_hash.hex(),
-                "taken_at": self.taken_at}
+                "taken_at": self.taken_at, "keyed": self.keyed}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str) -> Digest:
         """A digest read back; :class:`InvalidRequest` for one that is not."""
         try:
             digest = cls(int(data["position"]), bytes.fromhex(data["chain_hash"]),
-                         str(data.get("taken_at", "")))
-        except (KeyError, TypeError, ValueError, OverflowError) as err:
+                         str(data.get("taken_at", "")), data.get("keyed"))
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
             raise InvalidRequest(f"{source} is not a digest (position and chain_hash): {err}",
                                  source=source) from err
-        if not 0 <= digest.position < 2**63 or len(digest.chain_hash) != len(chain.GENESIS):
-            raise InvalidRequest(f"{source} is not a digest: a position from 0 and a chain "
-                                 "hash of 32 bytes (64 hex digits) expected", source=source)
+        if not 0 <= digest.position < 2**63 or len(digest.chain_hash) != len(chain.GENESIS) \
+                or not (digest.keyed is None or isinstance(digest.keyed, bool)):
+            raise InvalidRequest(f"{source} is not a digest: a position from 0, a chain hash "
+                                 "of 32 bytes (64 hex digits) and keyed true or false "
+                                 "expected", source=source)
         return digest
 
 
@@ -94,12 +98,13 @@ def _items(path: str) -> list[Any]:
                              path=path) from err
 
 
-def head(last: Notification | None) -> Digest:
-    """The digest of a ledger whose newest event is ``last``."""
+def head(last: Notification | None, keyed: bool | None = None) -> Digest:
+    """The digest of a ledger whose newest event is ``last``; ``keyed``: whether its chain
+    is keyed (recorded, so that a chain recomputed without the key is found)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     if last is None:
-        return Digest(0, chain.GENESIS, now)
-    return Digest(last.id, chain_hash(last) or b"", now)
+        return Digest(0, chain.GENESIS, now, keyed)
+    return Digest(last.id, chain_hash(last) or b"", now, keyed)
 
 
 class ChainCheck:
@@ -170,7 +175,14 @@ class ChainCheck:
                 {"next_position": position}))
 
     def _compare(self, digest: Digest, where: Where) -> None:
-        if digest.chain_hash != self.computed:
+        if digest.keyed and self.key is None:  # no unkeyed chain can match a keyed one
+            self.findings.append(Finding.at(
+                where, f.CHAIN_DOWNGRADED,
+                f"the digest at #{digest.position} (taken {digest.taken_at or 'earlier'}) "
+                "recorded a keyed hash chain; the ledger's chain now reads unkeyed: it was "
+                "recomputed without the key, and what it vouches for cannot be trusted",
+                {"digest": digest.chain_hash.hex()}))
+        elif digest.chain_hash != self.computed:
             self._mismatch(digest, where, self.computed)
 
     def _mismatch(self, digest: Digest, where: Where, computed: bytes) -> None:

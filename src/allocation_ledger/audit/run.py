@@ -18,7 +18,13 @@ from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
-from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
+from allocation_ledger.audit.integrity import (
+    chain_before,
+    chain_notes,
+    chained,
+    downgraded,
+    store_integrity,
+)
 from allocation_ledger.audit.ledger_events import entries, last_position
 from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.replay import Auditor
@@ -113,7 +119,7 @@ def audit(
                        ) if verify_chain and chained(store) else None
     _check(store, auditor, start, stop, due, progress, links)
     seconds = time.perf_counter() - began
-    found = list(auditor.findings) + store_integrity(store) + unbound
+    found = downgraded(store) + list(auditor.findings) + store_integrity(store) + unbound
     if links is not None:
         found += links.findings
         notes += [f"digest at #{d.position} not checked: beyond the audited range"

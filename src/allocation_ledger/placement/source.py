@@ -88,21 +88,22 @@ class PlacementData:
         return used
 
 
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:  # not a URL urllib can split: nothing to mask
+        return None
+
+
 def shown(url: str) -> str:
     """``url`` as messages show it: its password masked."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # a port that is not a number: nothing parsed, nothing shown
-        password = None
+    password = _password(url)
     return url.replace(f":{password}@", ":***@") if password else url
 
 
 def _masked(text: str, url: str) -> str:
     """``text`` (a driver's message) without the password of ``url``."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
+    password = _password(url)
     return text.replace(password, "***") if password else text
 
 

@@ -14,8 +14,9 @@ from typing import Any
 from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 
-from allocation_ledger.adapters.decoding import Decoder
+from allocation_ledger.adapters.decoding import UNREADABLE, Decoder
 from allocation_ledger.adapters.notifications import chain_hash
+from allocation_ledger.domain.errors import UnreadableEvent
 
 #: (notification id, decoded domain event)
 Event = tuple[int, Any]
@@ -34,8 +35,17 @@ def decode(store: Application[Any], notifications: Sequence[Notification],
     to_event = Decoder(store.mapper)
     if hashes is not None:
         hashes.update((n.id, chain_hash(n)) for n in notifications)
-    return [(n.id, _storable(n, to_event(n)) if NUL_IN_JSON in n.state else to_event(n))
-            for n in notifications]
+    try:
+        return [(n.id, _storable(n, to_event(n)) if NUL_IN_JSON in n.state else to_event(n))
+                for n in notifications]
+    except UNREADABLE:  # rare: find which record it was, to say where the read side stops
+        for n in notifications:
+            try:
+                to_event(n)
+            except UNREADABLE as err:
+                raise UnreadableEvent(n.id, str(n.originator_id), n.topic,
+                                      f"{type(err).__name__}: {err}") from err
+        raise
 
 
 def _storable(notification: Notification, event: Any) -> Any:

@@ -34,6 +34,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql import literal, null
 
+from allocation_ledger.adapters.sqlite import READ_ONLY, connect_read_only, writable
 from allocation_ledger.config import CONNINFO, SCHEMA_NAME, parse_url
 from allocation_ledger.domain.errors import InvalidRequest, StoreNotFound
 from allocation_ledger.projections import tables
@@ -58,6 +59,11 @@ def open_engine(store_env: Mapping[str, str], url: str | None = None, *,
     if "postgres" in module:
         schema = env.get("POSTGRES_SCHEMA") or "public"
         engine = _postgres_engine(env, schema)
+    elif (env.get(READ_ONLY) == "y" and not create
+          and not writable(path := env.get("SQLITE_DBNAME", ""))):
+        # the ledger's file, for a reader who may not write it
+        engine = _sqlite_engine("sqlite+pysqlite://", {"creator": lambda: connect_read_only(
+            path, timeout=SQLITE_TIMEOUT, check_same_thread=False)}, wal=False)
     elif env.get("SQLITE_DBNAME"):  # a SQLite store, whichever factory opens it
         engine = _sqlite_engine(f"sqlite+pysqlite:///{env.get('SQLITE_DBNAME')}", {})
     else:
@@ -99,7 +105,7 @@ def _identifier(schema: str) -> str:
     return schema
 
 
-def _sqlite_engine(url: str, options: dict[str, Any]) -> Engine:
+def _sqlite_engine(url: str, options: dict[str, Any], *, wal: bool = True) -> Engine:
     engine = create_engine(
         url, connect_args={"timeout": SQLITE_TIMEOUT, "check_same_thread": False}, **options
     )
@@ -110,9 +116,10 @@ def _sqlite_engine(url: str, options: dict[str, Any]) -> Engine:
         # begins one only at the first write, so a batch's reads would fall outside it.
         # And use the ledger's WAL mode, so readers never block the writer.
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.close()
+        if wal:  # a read-only connection changes nothing, the journal mode neither
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
@@ -134,7 +141,9 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
     with engine.connect().execution_options(immediate=True) as conn, conn.begin():
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('proj_create_tables'))"))
-            if schema:
+            # only where it is missing: even with IF NOT EXISTS, PostgreSQL requires
+            # CREATE on the database, which a schema's owner need not have
+            if schema and not inspect(conn).has_schema(schema):
                 conn.execute(CreateSchema(_identifier(schema), if_not_exists=True))
         for table in tables.metadata.sorted_tables:
             conn.execute(CreateTable(table, if_not_exists=True))

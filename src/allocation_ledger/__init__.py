@@ -50,6 +50,7 @@ from allocation_ledger.domain.errors import (
     StoreUnavailable,
     StoreUnusable,
     UnknownPrefix,
+    UnreadableEvent,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ __all__ = [
     "StoreUnavailable",
     "StoreUnusable",
     "UnknownPrefix",
+    "UnreadableEvent",
     "__version__",
     "open_ledger",
 ]

@@ -13,7 +13,8 @@ import psycopg
 from eventsourcing.persistence import PersistenceError
 
 from allocation_ledger.adapters import chain, deploy
-from allocation_ledger.adapters.eventstore import CREATE_LEDGER, EventStore
+from allocation_ledger.adapters import sqlite as sqlite_adapter
+from allocation_ledger.adapters.eventstore import AUDIT, CREATE_LEDGER, EventStore
 from allocation_ledger.adapters.postgres import OneTripApplicationRecorder
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.application.policy import WritePolicy
@@ -37,18 +38,26 @@ def is_store_failure(err: BaseException) -> bool:
         alchemy is not None and isinstance(err, alchemy.SQLAlchemyError))
 
 
-def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventStore, StoreConfig]:
+def open_store(url: str | None = None, *, create: bool = True, read_only: bool = False,
+               audit: bool = False) -> tuple[EventStore, StoreConfig]:
     """The event store a URL names (see :mod:`allocation_ledger.config`); its tables are
     created on first use (nothing is created where they exist), unless ``create`` is false
     (reads: :class:`StoreNotFound` when there is no ledger there, and nothing is created).
+    ``read_only`` (implies ``create=False``): a SQLite file is opened so that nothing can
+    be written to it or beside it, so a user who may only read it can (audits, history).
+    ``audit`` (implies ``read_only``): a chain key set for a ledger that reads unkeyed is
+    not refused but marked (``store.recorder.chain_downgraded``) for the audit to report.
     :class:`StoreUnavailable` when it cannot be opened or reached; :class:`StoreUnusable`
     for a corrupt SQLite file, a ledger not yet migrated to the hash chain, or a chain key
     not the ledger's."""
     config = parse_url(url)
-    if not create:
+    read_only = read_only or audit
+    if not create or read_only:
         _check_file(config)
-        read_only = {"CREATE_TABLE": "n", CREATE_LEDGER: "n"}
-        config = StoreConfig(config.url, config.kind, {**config.env, **read_only})
+        reading = {"CREATE_TABLE": "n", CREATE_LEDGER: "n", AUDIT: "y" if audit else "n"}
+        if read_only and config.kind == "sqlite":
+            reading[sqlite_adapter.READ_ONLY] = "y"
+        config = StoreConfig(config.url, config.kind, {**config.env, **reading})
     try:
         with _schema_lock(config):
             store = EventStore(env=config.env)
@@ -57,13 +66,16 @@ def open_store(url: str | None = None, *, create: bool = True) -> tuple[EventSto
                             f"corrupt ({err}): restore it from a backup") from err
     except STORE_FAILURES as err:
         raise StoreUnavailable(config.redacted_url, one_line(err)) from err
-    if not create:
+    if not create or read_only:
         _check_tables(store, config)
     return store, config
 
 
 def one_line(err: BaseException) -> str:
-    """An error's message on one line (drivers' messages often span several)."""
+    """An error's message on one line (drivers' messages often span several); for an error
+    SQLAlchemy wrapped, the driver's own message (without the statement and the link
+    SQLAlchemy adds)."""
+    err = getattr(err, "orig", None) or err
     text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
     return text or type(err).__name__
 
@@ -163,6 +175,7 @@ def open_ledger(
     create: bool = True,
     group_commit: bool = False,
     policy: WritePolicy | None = None,
+    read_only: bool = False,
 ) -> Ledger:
     """A :class:`Ledger` over the store ``url`` names: the argument, else ``$LEDGER_URL``,
     else ``sqlite:///ledger.db`` in the working directory.
@@ -174,8 +187,10 @@ def open_ledger(
     ``application/grouping.py``). ``policy``: what a command's first attempt may take from
     the process's cache and how clashes on hosts are retried (the default
     :class:`~allocation_ledger.application.policy.WritePolicy` unless given).
+    ``read_only``: for reads only, by a user who may not write the store (see
+    :func:`open_store`).
     """
-    store, _ = open_store(url, create=create)
+    store, _ = open_store(url, create=create, read_only=read_only)
     ledger = Ledger(store, policy=policy or WritePolicy(), group_commit=group_commit)
     if read_side:
         from allocation_ledger.projections.readmodels import ReadModels
@@ -193,7 +208,7 @@ def open_read_models(ledger_url: str | None = None, url: str | None = None,
     from allocation_ledger.projections.readmodels import ReadModels
     from allocation_ledger.projections.store import open_engine
 
-    store, _ = open_store(ledger_url, create=False)
+    store, _ = open_store(ledger_url, create=False, read_only=not create)
     try:
         engine = open_engine(store.env, url, create=create)
     except BaseException:

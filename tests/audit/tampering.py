@@ -135,6 +135,11 @@ class EventsTable:
                 conn.cursor().executemany(insert, values)
             conn.execute("COMMIT")
 
+    def set_unkeyed(self) -> None:
+        """Make the ledger's chain facts say it was created without a key."""
+        with self._connect() as conn:
+            conn.execute(f"UPDATE {self.name}_chain SET keyed = (1 = 0), key_check = NULL")
+
     def delete_snapshots(self) -> None:
         """Drop every stored snapshot (they would give a rewrite away)."""
         table = "stored_snapshots" if self.sqlite else self.name.replace(

@@ -119,8 +119,15 @@ def fill(api: Api) -> dict[str, list[str]]:
     inventories(api, host2, {"VCPU": {"total": 8, "allocation_ratio": 0.9},  # generation up
                              "MEMORY_MB": {"total": 8192, "allocation_ratio": 1.5,
                                            "reserved": 256}})
-    return {"providers": [host1, numa0, nic, host2],
-            "consumers": [vm1, vm2, vm3, migration, vm4, old]}
+    # over capacity: Placement lets an inventory be lowered (total and max_unit) under
+    # what is already allocated, and warns
+    host3 = provider(api, "compute-3")
+    inventories(api, host3, {"VCPU": {"total": 8}})
+    vm5 = str(uuid.uuid4())
+    allocate(api, vm5, {host3: {"VCPU": 6}}, "project-d", "frank")
+    inventories(api, host3, {"VCPU": {"total": 4, "max_unit": 4}})
+    return {"providers": [host1, numa0, nic, host2, host3],
+            "consumers": [vm1, vm2, vm3, migration, vm4, old, vm5]}
 
 
 def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-arg]

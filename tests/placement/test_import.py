@@ -85,14 +85,17 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
                     "--dry-run")
     plan = json.loads(out)
     assert code == 0 and plan["dry_run"] and plan["ok"]
-    assert [c["command"] for c in plan["commands"]] == ["register_provider"] * 4 + [
-        "claim"] * 6
-    with open_ledger(url) as ledger:
-        assert not ledger.store.recorder.max_notification_id()  # the dry run wrote nothing
+    assert [c["command"] for c in plan["commands"]] == ["register_provider"] * 5 + [
+        "claim"] * 7 + ["set_inventories"]  # the over-capacity host's real inventory last
+    assert not (tmp_path / "ledger.db").exists()  # the dry run created nothing
 
     code, out = cli(capsys, "--url", url, "--json", "import-placement", "--from", source)
     report = json.loads(out)
-    assert (code, report["ok"], report["providers"], report["consumers"]) == (0, True, 4, 6)
+    assert (code, report["ok"], report["providers"], report["consumers"]) == (0, True, 5, 7)
+    *_, host3 = api["providers"]
+    assert [line.split(":")[0] for line in report["over_capacity"]] == [
+        f"provider {host3} (compute-3)"]
+    assert api["providers"][host3]["usages"]["VCPU"] == 6  # of 4: imported as it is
 
     with open_ledger(url) as ledger:
         for rp, expected in api["providers"].items():
@@ -127,7 +130,7 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
             assert first["actor"] == "allocation-ledger import-placement"
 
     assert cli(capsys, "--url", url, "audit", "--projections", "off")[0] == 0
-    *_, host2 = api["providers"]
+    *_, host2, _ = api["providers"]
     with open_ledger(url) as ledger:
         free = ledger.provider(host2).classes["VCPU"].free
         assert free == 7 - 6  # int((8 - 0) x 0.9) = 7, 6 used, as Placement counts

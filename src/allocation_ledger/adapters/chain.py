@@ -12,7 +12,10 @@ The PostgreSQL append computes the same bytes in SQL (``int8send``, ``uuid_send`
 The key comes from the file ``$LEDGER_CHAIN_KEY_FILE`` or the hex in ``$LEDGER_CHAIN_KEY``,
 read when a store opens. A ledger records whether its chain is keyed and a check value of
 the key (:meth:`ChainKey.check`) when it is created, and refuses a store opened with another
-key (an append with a wrong key would break the chain for everyone after it).
+key (an append with a wrong key would break the chain for everyone after it). Those facts
+live in a table an intruder can rewrite: a ledger set back to unkeyed is told apart by the
+key holder (an audit with the key reports it, ``check_key``) and by a digest, which records
+whether the chain was keyed.
 """
 
 from __future__ import annotations
@@ -93,17 +96,28 @@ def link(previous: bytes, position: int, stream: UUID | str, version: int, topic
 
 
 def check_key(keyed: bool, stored_check: bytes | None, key: ChainKey | None,
-              where: str) -> None:
-    """Refuse a key that is not the ledger's (or a missing one, or one it does not use)."""
+              where: str, *, audit: bool = False) -> bool:
+    """Refuse a key that is not the ledger's (or a missing one, or one it does not use).
+
+    A ledger that reads unkeyed while a key is set was either never keyed (the key is set by
+    mistake) or was keyed and had its chain recomputed without the key by someone with the
+    table alone, to hide an edit: the key holder cannot tell which from the table, so the
+    store is refused, except to an ``audit``, for which True is returned: the audit reads
+    the chain as stored and reports the downgrade."""
     if keyed and key is None:
         raise StoreUnusable(
             f"the ledger at {where} has a keyed hash chain: set ${KEY_FILE_ENV_VAR} to its key",
             store=where)
     if not keyed and key is not None:
+        if audit:
+            return True
         raise StoreUnusable(
-            f"the ledger at {where} has an unkeyed hash chain, but a chain key is set "
-            f"(${KEY_FILE_ENV_VAR} / ${KEY_ENV_VAR}): unset it", store=where)
+            f"the ledger at {where} reads as having an unkeyed hash chain, but a chain key is "
+            f"set (${KEY_FILE_ENV_VAR} / ${KEY_ENV_VAR}): if it was created keyed, its chain "
+            "was recomputed without the key (run `allocation-ledger audit` with the key); if "
+            "it never was, unset the key", store=where)
     if key is not None and stored_check is not None and not hmac.compare_digest(
             bytes(stored_check), key.check()):
         raise StoreUnusable(f"the chain key set is not the key of the ledger at {where}",
                             store=where)
+    return False

@@ -52,6 +52,10 @@ SNAPSHOT_INTERVAL = 200
 #: Set to "n" in a store's settings to open it for reading: nothing is created (the
 #: library's own ``CREATE_TABLE`` is already off for PostgreSQL, whose schema is created here).
 CREATE_LEDGER = "CREATE_LEDGER"
+#: Set to "y" to open a store for its audit (read only): a chain that reads unkeyed while a
+#: chain key is set is read as stored and marked ``recorder.chain_downgraded`` for the
+#: audit to report, where any other opener is refused (``chain.check_key``).
+AUDIT = "LEDGER_AUDIT"
 
 
 class EventStore(Application[UUID]):
@@ -74,6 +78,8 @@ class EventStore(Application[UUID]):
         self.metrics: Any = None
         super().__init__(env=dict(env))
         create = strtobool(env.get(CREATE_LEDGER, "y"))
+        if hasattr(self.recorder, "chain_audit"):
+            self.recorder.chain_audit = strtobool(env.get(AUDIT, "n"))
         self._turns: Turns = getattr(self.recorder, "turns", None) or Turns()
         if isinstance(self.recorder, OneTripApplicationRecorder):
             self.recorder.states_are_json = plain_json(self.mapper)

@@ -146,6 +146,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         ).format(schema, Identifier(self.names.chain_table)))
         self.sql_create_statements += append_functions(self.names, self.channel_name)
         self.chain_key = chain.key_from_environment()
+        #: opened for an audit: see the SQLite recorder's
+        self.chain_audit = self.chain_downgraded = False
         self._pads = self.chain_key.pads() if self.chain_key else (None, None)
         # this store's own lock timeout, passed on every call (the function is shared by
         # every process that opens the store)
@@ -213,7 +215,10 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             self._append, self._append_json = (
                 s if isinstance(s, str) else s.as_string(curs)
                 for s in (self._append, self._append_json))
-        chain.check_key(keyed, check, self.chain_key, f"schema {self.names.schema}")
+        if chain.check_key(keyed, check, self.chain_key, f"schema {self.names.schema}",
+                           audit=self.chain_audit and not create):
+            self.chain_downgraded, self.chain_key = True, None  # read as stored
+            self._pads = (None, None)
         return state == ABSENT
 
     def chain_facts(self) -> tuple[bool, str | None, int | None]:

@@ -16,7 +16,9 @@ reads the newest row's position and chain hash and inserts its events at the pos
 follow (what SQLite would have given them), each with its link, having taken SQLite's write
 lock first (a no-op write), so no other writer can slip in between. Opening a file store
 runs ``PRAGMA quick_check`` and refuses a corrupt file (``StoreUnusable``), and one whose
-events table predates the chain (``allocation-ledger db init`` migrates it).
+events table predates the chain (``allocation-ledger db init`` migrates it). A store opened
+for reading only (``open_store(read_only=True)``: the audit, history, views) by a process
+that may not write the file or its directory connects read-only (:func:`connect_read_only`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.request import pathname2url
 from uuid import UUID
 
 from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
@@ -52,6 +55,11 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 LOCK_SUFFIX = "-writer.lock"
+#: The store setting that opens the file for reading only (``open_store(read_only=True)``).
+READ_ONLY = "LEDGER_SQLITE_READ_ONLY"
+#: SQLite's refusals of a read-only WAL file whose index (``-shm``) cannot be created.
+_NO_WAL_INDEX = {1544, 1288}  # SQLITE_READONLY_DIRECTORY, SQLITE_READONLY_CANTINIT
+_CANTOPEN = 14  # SQLite's answer when it finds a log it cannot index
 #: Prepared statements each connection keeps (Python's default).
 STATEMENT_CACHE = 128
 log = logging.getLogger(__name__)
@@ -66,14 +74,21 @@ class StatementCachingPool(SQLiteConnectionPool):
     the library's connections otherwise (its ``_create_connection``, but for the cache).
     """
 
+    read_only = False  # set by the factory: for reads only (see connect_read_only)
+
     def _create_connection(self) -> SQLiteConnection:
+        options: dict[str, Any] = {
+            "check_same_thread": False, "isolation_level": None,  # the library BEGINs
+            "cached_statements": STATEMENT_CACHE,
+            "timeout": self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT}
+        unwritable = self.read_only and not writable(self.db_name)
         try:
-            c = sqlite3.connect(database=self.db_name, uri=True, check_same_thread=False,
-                                isolation_level=None,  # autocommit: the library BEGINs
-                                cached_statements=STATEMENT_CACHE,
-                                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT)
+            c = (connect_read_only(self.db_name, **options) if unwritable else
+                 sqlite3.connect(database=self.db_name, uri=True, **options))
         except (sqlite3.Error, TypeError) as e:
             raise InterfaceError(e) from e
+        if unwritable:
+            self.is_journal_mode_wal = True  # not changed by a reader who cannot write
         if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
             mode = c.execute("PRAGMA journal_mode;").fetchone()[0]
             if mode.lower() != "wal":
@@ -94,6 +109,46 @@ class StatementCachingSQLiteFactory(SQLiteFactory):
             db_name=old.db_name, lock_timeout=old.lock_timeout, pool_size=old.pool_size,
             max_overflow=old.max_overflow, pool_timeout=old.pool_timeout,
             max_age=old.max_age, pre_ping=old.pre_ping)
+        self.datastore.pool.read_only = self.env.get(READ_ONLY) == "y"
+
+
+def writable(path: str) -> bool:
+    """True when this process may write the file and its directory. A reader that may
+    connects as a writer does, so that closing its connection leaves no ``-wal`` and
+    ``-shm`` files behind (a read-only connection cannot remove them); one that may not
+    uses :func:`connect_read_only`."""
+    return os.access(path, os.W_OK) and os.access(
+        os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def connect_read_only(path: str, **options: Any) -> sqlite3.Connection:
+    """A connection that can never write the file at ``path`` (SQLite's ``mode=ro``), for
+    a reader who may not write it or its directory. A file in WAL mode is read through its
+    index (``-shm``), which such a reader cannot create: where there is no write-ahead log
+    to read (no ``-wal``, or an empty one: nobody has the file open to write) the file is
+    opened as immutable instead, which reads it without the index. A log the reader
+    cannot index is refused (``StoreUnusable``): reading the file without it would miss
+    the events it holds."""
+    uri = "file:" + pathname2url(os.path.abspath(path))
+    c: sqlite3.Connection = sqlite3.connect(uri + "?mode=ro", uri=True, **options)
+    try:
+        c.execute("PRAGMA schema_version").fetchone()  # reads the header: opens the WAL
+        return c
+    except sqlite3.OperationalError as err:
+        c.close()
+        code = getattr(err, "sqlite_errorcode", None)
+        wal = path + "-wal"
+        logged = os.path.exists(wal) and os.path.getsize(wal) > 0
+        if code not in _NO_WAL_INDEX and not (logged and code == _CANTOPEN):
+            raise
+        if logged:
+            raise StoreUnusable(
+                f"the SQLite file {path} has a write-ahead log ({wal}) that can be read only "
+                "by a user who may write beside it: copy the file after its writers have "
+                "stopped (the log is then merged into it), or read it as such a user",
+                store=path) from err
+    immutable: sqlite3.Connection = sqlite3.connect(uri + "?immutable=1", uri=True, **options)
+    return immutable
 
 
 class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
@@ -110,6 +165,9 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             None if self.lock_path is None else os.path.realpath(pool.db_name),
             pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT)
         self.chain_key = chain.key_from_environment()
+        #: opened for an audit (``eventstore.AUDIT``); a keyed chain found set back to
+        #: unkeyed is then read as stored and marked, not refused (``chain.check_key``)
+        self.chain_audit = self.chain_downgraded = False
         self.chain_table = f"{self.events_table_name}_chain"
         table = self.events_table_name
         self._lock = f"UPDATE {self.chain_table} SET keyed = keyed WHERE 0"
@@ -152,8 +210,10 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             if _columns(c, self.chain_table):
                 c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
                 found = c.fetchone()
-                if found is not None:
-                    chain.check_key(bool(found[0]), found[1], self.chain_key, self.where)
+                if found is not None and chain.check_key(
+                        bool(found[0]), found[1], self.chain_key, self.where,
+                        audit=self.chain_audit):
+                    self.chain_downgraded, self.chain_key = True, None  # read as stored
 
     def _refuse_unusable(self, c: SQLiteCursor) -> None:
         if self.lock_path is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,50 +36,75 @@ class Digest:
     position: int
     chain_hash: bytes
     taken_at: str = ""
+    #: whether the chain was keyed (None: not recorded, a digest from before the field)
+    keyed: bool | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, as ``digest --json`` prints it."""
         return {"position": self.position, "chain_hash": self.chain_hash.hex(),
-                "taken_at": self.taken_at}
+                "taken_at": self.taken_at, "keyed": self.keyed}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str) -> Digest:
         """A digest read back; :class:`InvalidRequest` for one that is not."""
         try:
-            return cls(int(data["position"]), bytes.fromhex(data["chain_hash"]),
-                       str(data.get("taken_at", "")))
-        except (KeyError, TypeError, ValueError) as err:
+            digest = cls(int(data["position"]), bytes.fromhex(data["chain_hash"]),
+                         str(data.get("taken_at", "")), data.get("keyed"))
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
             raise InvalidRequest(f"{source} is not a digest (position and chain_hash): {err}",
                                  source=source) from err
+        if not 0 <= digest.position < 2**63 or len(digest.chain_hash) != len(chain.GENESIS) \
+                or not (digest.keyed is None or isinstance(digest.keyed, bool)):
+            raise InvalidRequest(f"{source} is not a digest: a position from 0, a chain hash "
+                                 "of 32 bytes (64 hex digits) and keyed true or false "
+                                 "expected", source=source)
+        return digest
 
 
 def read_digests(paths: Iterable[str]) -> list[Digest]:
-    """Digests from files: each a JSON object, a list of them, or one per line."""
+    """Digests from files: each a JSON object, a list of them, or one per line. A file
+    that cannot be read as digests, or holds none, is an :class:`InvalidRequest`: an audit
+    asked to check a digest never passes without checking one."""
     found: list[Digest] = []
     for path in paths:
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise InvalidRequest(f"cannot read digest file {path}: {err.strerror}",
-                                 path=path) from err
-        try:
-            data = json.loads(text)
-            items = data if isinstance(data, list) else [data]
-        except json.JSONDecodeError:
-            try:
-                items = [json.loads(line) for line in text.splitlines() if line.strip()]
-            except json.JSONDecodeError as err:
-                raise InvalidRequest(f"{path} is not JSON: {err}", path=path) from err
+        items = _items(path)
+        if not items:
+            raise InvalidRequest(f"{path} holds no digest: no digest would be checked",
+                                 path=path)
         found += [Digest.from_dict(item, path) for item in items]
     return sorted(found, key=lambda d: d.position)
 
 
-def head(last: Notification | None) -> Digest:
-    """The digest of a ledger whose newest event is ``last``."""
+def _items(path: str) -> list[Any]:
+    """The JSON values of a digest file (a list's items, or one per line)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InvalidRequest(f"cannot read digest file {path}: {err.strerror}",
+                             path=path) from err
+    except UnicodeDecodeError as err:
+        raise InvalidRequest(f"{path} is not a digest file: not UTF-8 text ({err.reason} at "
+                             f"byte {err.start})", path=path) from err
+    try:
+        try:
+            data = json.loads(text)
+            return data if isinstance(data, list) else [data]
+        except json.JSONDecodeError:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise InvalidRequest(f"{path} is not JSON: {err}", path=path) from err
+    except RecursionError as err:  # nesting deeper than the parser goes: no digest is
+        raise InvalidRequest(f"{path} is not a digest file: JSON nested too deeply",
+                             path=path) from err
+
+
+def head(last: Notification | None, keyed: bool | None = None) -> Digest:
+    """The digest of a ledger whose newest event is ``last``; ``keyed``: whether its chain
+    is keyed (recorded, so that a chain recomputed without the key is found)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     if last is None:
-        return Digest(0, chain.GENESIS, now)
-    return Digest(last.id, chain_hash(last) or b"", now)
+        return Digest(0, chain.GENESIS, now, keyed)
+    return Digest(last.id, chain_hash(last) or b"", now, keyed)
 
 
 class ChainCheck:
@@ -92,7 +117,15 @@ class ChainCheck:
         self.computed = previous  # the chain computed from the first event, never reset
         self.position = 0
         self.findings: list[Finding] = []
-        self._digests = sorted(digests, key=lambda d: d.position)
+        # the same digest recorded twice (``digest --json >> file`` with no write between,
+        # one file given twice) is one digest; two different ones at a position are both
+        # compared, and one of them cannot match
+        unique = {(d.position, d.chain_hash): d for d in digests}.values()
+        self._digests = sorted((d for d in unique if d.position > 0),
+                               key=lambda d: d.position)
+        for digest in unique:  # an empty ledger's head: every chain starts from it
+            if digest.position == 0 and digest.chain_hash != chain.GENESIS:
+                self._mismatch(digest, Where(0), chain.GENESIS)
 
     def observe(self, n: Notification) -> None:
         """Check one event's link, and any digest at or below its position."""
@@ -115,7 +148,7 @@ class ChainCheck:
                 "reordered", {"version": n.originator_version, "previous": self.position}))
         self.stored = stored or link
         self.position = n.id
-        if self._digests and self._digests[0].position == n.id:
+        while self._digests and self._digests[0].position == n.id:
             self._compare(self._digests.pop(0), where)
 
     def finish(self) -> None:
@@ -142,9 +175,19 @@ class ChainCheck:
                 {"next_position": position}))
 
     def _compare(self, digest: Digest, where: Where) -> None:
-        if digest.chain_hash != self.computed:
+        if digest.keyed and self.key is None:  # no unkeyed chain can match a keyed one
             self.findings.append(Finding.at(
-                where, f.DIGEST_MISMATCH,
-                f"the ledger up to #{digest.position} is not the one the digest taken "
-                f"{digest.taken_at or 'earlier'} recorded: history before it was changed",
-                {"digest": digest.chain_hash.hex(), "computed": self.computed.hex()}))
+                where, f.CHAIN_DOWNGRADED,
+                f"the digest at #{digest.position} (taken {digest.taken_at or 'earlier'}) "
+                "recorded a keyed hash chain; the ledger's chain now reads unkeyed: it was "
+                "recomputed without the key, and what it vouches for cannot be trusted",
+                {"digest": digest.chain_hash.hex()}))
+        elif digest.chain_hash != self.computed:
+            self._mismatch(digest, where, self.computed)
+
+    def _mismatch(self, digest: Digest, where: Where, computed: bytes) -> None:
+        self.findings.append(Finding.at(
+            where, f.DIGEST_MISMATCH,
+            f"the ledger up to #{digest.position} is not the one the digest taken "
+            f"{digest.taken_at or 'earlier'} recorded: history before it was changed",
+            {"digest": digest.chain_hash.hex(), "computed": computed.hex()}))

@@ -37,6 +37,7 @@ CHAIN_BROKEN = "chain-broken"  # a link does not follow: edit, insert, delete, r
 CHAIN_MISSING = "chain-missing"  # an event stored without a chain hash
 DIGEST_MISMATCH = "digest-mismatch"  # the history up to a digest is not the recorded one
 DIGEST_MISSING = "digest-missing"  # the event at a digest is gone (truncated, deleted)
+CHAIN_DOWNGRADED = "chain-downgraded"  # a keyed chain recomputed without the key
 PROJECTION_AHEAD = "projection-ahead"  # a read model beyond the ledger, or of another one
 INTEGRITY = "store-integrity"  # the database's own integrity check failed
 STALE_MIGRATION = "stale-migration"  # in flight longer than the threshold (a warning)

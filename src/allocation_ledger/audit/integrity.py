@@ -32,6 +32,17 @@ def chain_notes(store: EventStore) -> list[str]:
             f"{migrated_at}: it proves them unchanged since then, not before"]
 
 
+def downgraded(store: EventStore) -> list[Finding]:
+    """A finding when the audit was given a chain key and the ledger's chain reads unkeyed
+    (``chain.check_key``): if it was created keyed, someone with the table rewrote it."""
+    if not getattr(store.recorder, "chain_downgraded", False):
+        return []
+    return [Finding.at(Where(0), f.CHAIN_DOWNGRADED,
+                       "a chain key is set, but the ledger's hash chain reads unkeyed: a ledger "
+                       "created keyed had its chain recomputed without the key, and the chain "
+                       "vouches for nothing (were it never keyed, audit it without the key)")]
+
+
 def store_integrity(store: EventStore) -> list[Finding]:
     """The database's own integrity check (SQLite's ``PRAGMA integrity_check``)."""
     check = getattr(store.recorder, "integrity_problems", None)
@@ -42,4 +53,4 @@ def store_integrity(store: EventStore) -> list[Finding]:
 
 
 
-__all__ = ["chain_before", "chain_notes", "chained", "store_integrity"]
+__all__ = ["chain_before", "chain_notes", "chained", "downgraded", "store_integrity"]

@@ -15,9 +15,8 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
-from eventsourcing.utils import TopicError
 
-from allocation_ledger.adapters.decoding import Decoder
+from allocation_ledger.adapters.decoding import UNREADABLE, Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 
 BATCH = 5000
@@ -57,9 +56,9 @@ def decode(store: EventStore, notification: Notification,
     """Decode one notification; an undecodable one becomes an entry with ``error`` set."""
     try:
         event = (decoder or Decoder(store.mapper))(notification)
-    except (TopicError, ImportError, AttributeError, ValueError, TypeError, KeyError) as err:
+    except UNREADABLE as err:
         # The audit must report a bad record and go on, whatever the library raised for it
-        # (an unknown topic, broken JSON, a field that does not fit).
+        # (an unknown topic, broken JSON, a field that does not fit or is missing).
         return Entry(notification.id, as_uuid(notification.originator_id),
                      notification.originator_version, notification.topic, None,
                      f"{type(err).__name__}: {err}")

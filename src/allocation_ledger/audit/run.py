@@ -18,13 +18,19 @@ from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.chain import ChainCheck, Digest
 from allocation_ledger.audit.findings import Finding, Where
-from allocation_ledger.audit.integrity import chain_before, chain_notes, chained, store_integrity
+from allocation_ledger.audit.integrity import (
+    chain_before,
+    chain_notes,
+    chained,
+    downgraded,
+    store_integrity,
+)
 from allocation_ledger.audit.ledger_events import entries, last_position
 from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
-from allocation_ledger.domain.migration import started_by
+from allocation_ledger.domain.migration import check_age, started_by
 
 Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 2000
@@ -90,6 +96,8 @@ def audit(
     hash before ``start``), and so is the database's own integrity where it has a check;
     ``verify_chain=False`` leaves the chain out (only for measuring what it costs).
     """
+    if stale_after is not None:
+        check_age(stale_after)  # before the replay, not after it
     read, notes = (drift.load(store, projections if isinstance(projections, str)
                                    else None) if projections else (None, []))
     unbound = drift.unbound(store, read) if read is not None else []
@@ -103,15 +111,21 @@ def audit(
     state = (replay(store, start - 1, every_consumer=every) if start > 1
              else LedgerState(revive=None if every else reviver(store)))
     auditor = Auditor(state, snapshot_checker(store) if snapshots else None)
+    # a partial audit starts from the stored hash before ``start``: a digest below it
+    # cannot be compared (and its event is not missing)
+    early = [d for d in digests if 0 < d.position < start]
     links = ChainCheck(chain_before(store, start), getattr(store.recorder, "chain_key", None),
-                       digests) if verify_chain and chained(store) else None
+                       [d for d in digests if d not in early]
+                       ) if verify_chain and chained(store) else None
     _check(store, auditor, start, stop, due, progress, links)
     seconds = time.perf_counter() - began
-    found = list(auditor.findings) + store_integrity(store) + unbound
+    found = downgraded(store) + list(auditor.findings) + store_integrity(store) + unbound
     if links is not None:
         found += links.findings
         notes += [f"digest at #{d.position} not checked: beyond the audited range"
                   for d in links.unchecked()]
+        notes += [f"digest at #{d.position} not checked: before the audited range"
+                  for d in dict.fromkeys(early)]
     else:
         notes.append("hash chain not checked" + ("" if verify_chain else " (asked not to)"))
     notes += chain_notes(store)

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.cli.read_only import store_of
 
     digests = read_digests(args.digest)
-    with store_of(args) as store:
+    with store_of(args, audit=True) as store:
         stop = None
         if args.to_position is not None or args.until is not None:
             stop = cut(store, args.to_position, args.until)

@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
             raise StoreUnusable("this store keeps no hash chain (memory): no digest")
         last = store.recorder.max_notification_id() or 0
         found = store.recorder.select_notifications(last, 1) if last else []
-        digest = head(found[0] if found else None)
+        digest = head(found[0] if found else None,
+                      keyed=getattr(store.recorder, "chain_key", None) is not None)
     if args.json:
         print(dumps(digest.to_dict()))
     else:

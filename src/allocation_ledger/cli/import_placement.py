@@ -34,9 +34,15 @@ def run(args: argparse.Namespace) -> int:
 
     data = source.read(args.source)
     bar = progress_bar(not args.no_progress and not args.dry_run, "import")
-    with open_ledger(args.url) as ledger:
-        report = importer.import_placement(ledger, data, dry_run=args.dry_run,
-                                           actor=args.actor, progress=bar)
+    with open_ledger("memory://") as staging:  # where every command runs first
+        if args.dry_run:  # the target is not even opened: a dry run creates nothing
+            report = importer.import_placement(None, data, dry_run=True, staging=staging,
+                                               actor=args.actor, progress=bar)
+        else:
+            with open_ledger(args.url) as ledger:
+                report = importer.import_placement(ledger, data, dry_run=False,
+                                                   staging=staging, actor=args.actor,
+                                                   progress=bar)
     if args.json:
         print_json(report.to_dict())
         return 0 if report.ok else 1
@@ -50,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
           f"{len(report.skipped_consumers)} consumers without allocations skipped")
     for mismatch in report.mismatches:
         print(f"MISMATCH {mismatch}")
+    for over in report.over_capacity:
+        print(f"note: over capacity in Placement, imported as it is: {over}")
+    if not report.written and not args.dry_run:
+        print("nothing was written: the ledger is as it was")
     if not args.dry_run and report.ok:
         print("checked: every provider's inventory and usage and every consumer's "
               "allocations equal Placement's")

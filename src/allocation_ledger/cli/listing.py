@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.bootstrap import open_ledger
     from allocation_ledger.cli.output import print_json, table
 
-    with open_ledger(args.url, create=False) as ledger:
+    with open_ledger(args.url, read_only=True) as ledger:
         headers, rows = LISTERS[args.what](ledger, args)
     if args.json:
         print_json(rows)

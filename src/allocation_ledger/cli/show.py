@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.cli.output import print_json
     from allocation_ledger.cli.read_only import resolve_id
 
-    with open_ledger(args.url, create=False) as ledger:
+    with open_ledger(args.url, read_only=True) as ledger:
         uuid = resolve_id(ledger.store, args.what, args.uuid)
         if args.what == "provider":
             tree = ledger.tree(uuid)

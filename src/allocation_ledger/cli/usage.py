@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     totals: dict[str, int] = {}
     consumers = 0
-    with open_ledger(args.url, create=False) as ledger:
+    with open_ledger(args.url, read_only=True) as ledger:
         for uuid, entry in ledger.consumers().items():
             if entry.project_id != args.project or args.user not in (None, entry.user_id):
                 continue

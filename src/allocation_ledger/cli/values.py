@@ -9,6 +9,9 @@ import math
 
 #: The largest ledger position (notification id) a store can hold.
 MAX_POSITION = 2**63 - 1
+#: The longest age or wait taken (ten years: ``domain.migration.MAX_AGE_SECONDS``, not
+#: imported here so that ``--help`` stays quick); more overflows dates and timers.
+MAX_SECONDS = 10 * 365 * 24 * 3600
 
 
 def _integer(text: str, least: int, most: int, what: str) -> int:
@@ -39,16 +42,19 @@ def _number(text: str, what: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{what} must be a finite number of 0 or more, "
                                          f"got {text!r}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{what} must be at most {MAX_SECONDS} (ten "
+                                         f"years), got {text!r}")
     return value
 
 
 def seconds(text: str) -> float:
-    """A finite number of seconds, 0 or more."""
+    """A number of seconds from 0 to :data:`MAX_SECONDS`."""
     return _number(text, "seconds")
 
 
 def positive_seconds(text: str) -> float:
-    """A finite number of seconds, more than 0."""
+    """A number of seconds more than 0, up to :data:`MAX_SECONDS`."""
     value = _number(text, "seconds")
     if value == 0:
         raise argparse.ArgumentTypeError("seconds must be more than 0, got 0")

@@ -493,3 +493,23 @@ class OutcomeUnknown(StoreLost):
             "unknown; retry with the same command id (it is applied at most once) or look "
             "it up with `allocation-ledger command ID`",
         )
+
+
+class UnreadableEvent(LedgerError):
+    """Raised when a reader that must apply every event (the read models) meets a stored
+    event it cannot read as one: bytes that are not its JSON, or a field its class needs
+    missing (written past the service's checks). It stops there; the audit reports the
+    event as ``unreadable-event`` at the same position."""
+
+    FIELDS = ("position", "stream", "topic", "reason")
+    position: int
+    stream: str
+    topic: str
+    reason: str
+
+    def __init__(self, position: int, stream: str, topic: str, reason: str) -> None:
+        self.position, self.stream, self.topic, self.reason = position, stream, topic, reason
+        super().__init__(
+            f"the event at #{position} (stream {stream}, {topic}) cannot be read: {reason}; "
+            f"the read models stop before #{position} (`allocation-ledger audit` reports "
+            "every such event)")

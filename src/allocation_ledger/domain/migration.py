@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from allocation_ledger.domain.consumer import MIGRATION, Consumer
-from allocation_ledger.domain.errors import InvalidTransition
+from allocation_ledger.domain.errors import InvalidRequest, InvalidTransition
 from allocation_ledger.domain.ids import consumer_stream_id
 from allocation_ledger.domain.values import (
     Allocations,
@@ -43,12 +43,27 @@ ABORTED = "aborted"
 
 
 
+#: The largest age a move is asked about (ten years): dates that far back stay in range.
+MAX_AGE_SECONDS = 10 * 365 * 24 * 3600
+
+
+def check_age(older_than_seconds: float) -> float:
+    """``older_than_seconds`` if it is an age a move can have (0 up to
+    :data:`MAX_AGE_SECONDS`); :class:`InvalidRequest` for a negative, larger, infinite or
+    NaN one (ten years back is far enough, and beyond it date arithmetic overflows)."""
+    if not 0 <= older_than_seconds <= MAX_AGE_SECONDS:  # False for NaN too
+        raise InvalidRequest(
+            f"an age must be from 0 to {MAX_AGE_SECONDS} seconds (ten years), got "
+            f"{older_than_seconds!r}", older_than_seconds=repr(older_than_seconds))
+    return older_than_seconds
+
+
 def started_by(now: datetime, older_than_seconds: float) -> datetime:
     """The latest start of a move that has been in flight for at least
     ``older_than_seconds`` at ``now``: a move in flight that started at or before it is
     stale (the allocations Nova leaks when nobody confirms or reverts). The one rule: the
-    service API, the read side's query and the audit all use it."""
-    return now - timedelta(seconds=older_than_seconds)
+    service API, the read side's query and the audit all use it (:func:`check_age`)."""
+    return now - timedelta(seconds=check_age(older_than_seconds))
 
 class Migration(Consumer):
     """A move in flight (or resolved): the migration consumer and its context."""

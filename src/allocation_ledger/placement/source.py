@@ -9,9 +9,11 @@ are accepted; ``mysql://`` means PyMySQL (the ``placement`` extra installs it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from allocation_ledger.domain.errors import InvalidRequest
 
@@ -86,11 +88,30 @@ class PlacementData:
         return used
 
 
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:  # not a URL urllib can split: nothing to mask
+        return None
+
+
+def shown(url: str) -> str:
+    """``url`` as messages show it: its password masked."""
+    password = _password(url)
+    return url.replace(f":{password}@", ":***@") if password else url
+
+
+def _masked(text: str, url: str) -> str:
+    """``text`` (a driver's message) without the password of ``url``."""
+    password = _password(url)
+    return text.replace(password, "***") if password else text
+
+
 def engine_url(url: str) -> str:
     """The SQLAlchemy URL with the driver this package uses for a bare scheme."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise InvalidRequest(f"not a database URL: {url!r}", url=url)
+        raise InvalidRequest(f"not a database URL: {shown(url)!r}", url=shown(url))
     drivers = {"mysql": "mysql+pymysql", "postgresql": "postgresql+psycopg",
                "postgres": "postgresql+psycopg"}
     return f"{drivers.get(scheme, scheme)}://{rest}"
@@ -101,10 +122,16 @@ def read(url: str) -> PlacementData:
     from sqlalchemy import create_engine, text
     from sqlalchemy.exc import SQLAlchemyError
 
+    if url.startswith("sqlite:///"):  # connecting would create a mistyped path's file
+        path = url.removeprefix("sqlite:///").partition("?")[0]
+        if not os.path.isfile(path):
+            raise InvalidRequest(f"no Placement database at {path}: no such file",
+                                 url=url)
     try:
         engine = create_engine(engine_url(url))
-    except (ImportError, SQLAlchemyError) as err:
-        raise InvalidRequest(f"cannot use {url!r}: {err}", url=url) from None
+    except (ImportError, SQLAlchemyError, ValueError) as err:  # ValueError: a bad port
+        raise InvalidRequest(f"cannot use {shown(url)!r}: {_masked(str(err), url)}",
+                             url=shown(url)) from None
     try:
         with engine.connect() as conn, conn.begin():
             if engine.dialect.name == "mysql":
@@ -114,9 +141,9 @@ def read(url: str) -> PlacementData:
                                       ("consumers", CONSUMERS), ("allocations", ALLOCATIONS),
                                       ("classes", CLASSES))}
     except SQLAlchemyError as err:
-        first = str(err).strip().splitlines()[0]
-        raise InvalidRequest(f"cannot read a Placement schema from {url!r}: {first}",
-                             url=url) from None
+        first = _masked(str(getattr(err, "orig", None) or err).strip().splitlines()[0], url)
+        raise InvalidRequest(f"cannot read a Placement schema from {shown(url)!r}: {first}",
+                             url=shown(url)) from None
     finally:
         engine.dispose()
     return _assemble(rows)

@@ -89,13 +89,22 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]
 
 
 def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
-    """Write, or do nothing when every consumer is emptied and already holds nothing."""
-    live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None]
+    """Write every consumer of the request in one command, all or nothing.
+
+    An entry that empties a consumer with a ``null`` generation says "this consumer holds
+    nothing". When it holds nothing, the entry is left out (Placement writes nothing for
+    it); when it holds allocations, the entry goes to the ledger, which refuses the whole
+    write with a consumer generation conflict (409), as Placement does: never dropped while
+    the others are written.
+    """
+    live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None
+            or ctx.ledger.consumer(w["consumer_uuid"]).allocations]
     if live:
         try:
             ctx.ledger.write_allocations(live, **ctx.write())
         except ProviderNotFound as err:  # Placement: an unknown provider is a bad request
-            raise errors.HTTPError(400, f"Unable to allocate inventory: {err.message}") from err
+            raise errors.HTTPError(400, f"Allocation for resource provider "
+                                        f"'{err.provider_uuid}' that does not exist.") from err
     return Reply(204)
 
 

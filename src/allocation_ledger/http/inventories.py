@@ -134,5 +134,5 @@ def delete_inventory(ctx: Ctx) -> Reply:
                                     **ctx.write())
     except InventoryInUse as err:
         raise errors.HTTPError(409, f"Unable to delete inventory of class {rc}: "
-                                    f"{err.message}", errors.CONCURRENT_UPDATE) from err
+                                    f"{errors.detail(err)}", errors.CONCURRENT_UPDATE) from err
     return Reply(204)

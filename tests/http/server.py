@@ -48,7 +48,7 @@ class Client:
         payload = None
         if body is not None:
             payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
+            sent.setdefault("Content-Type", "application/json")
         for attempt in (1, 2):
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)

@@ -99,3 +99,151 @@ def test_error_texts_are_placements_where_clients_read_them(client: Client) -> N
     bad = client.call("PUT", f"/allocations/{uuid4()}", {"allocations": 3}, LATEST)
     assert bad.status == 400 and bad.body["errors"][0]["detail"].startswith(
         "JSON does not validate")
+
+
+def _class_name() -> str:
+    return f"CUSTOM_{uuid4().hex.upper()}"
+
+
+def test_a_custom_class_exists_once_created_and_until_deleted(client: Client) -> None:
+    name = _class_name()
+    assert client.call("GET", f"/resource_classes/{name}", version="1.2").status == 404
+    created = client.call("POST", "/resource_classes", {"name": name}, "1.2")
+    assert created.status == 201 and created.headers["location"] == f"/resource_classes/{name}"
+    again = client.call("POST", "/resource_classes", {"name": name}, "1.2")
+    assert again.status == 409, again
+    assert "Conflicting resource class already exists" in again.body["errors"][0]["detail"]
+    assert client.call("GET", f"/resource_classes/{name}", version="1.2").status == 200
+    listed = client.call("GET", "/resource_classes", version="1.2").body["resource_classes"]
+    assert name in [c["name"] for c in listed]
+    assert client.call("DELETE", f"/resource_classes/{name}", version="1.2").status == 204
+    assert client.call("GET", f"/resource_classes/{name}", version="1.2").status == 404
+    assert client.call("DELETE", f"/resource_classes/{name}", version="1.2").status == 404
+    # created again on the same stream
+    assert client.call("PUT", f"/resource_classes/{name}", version="1.7").status == 201
+    assert client.call("PUT", f"/resource_classes/{name}", version="1.7").status == 204
+
+
+def test_an_inventory_needs_its_custom_class_and_holds_it(client: Client) -> None:
+    world = build(client)
+    name = _class_name()
+    generation = client.call("GET", f"/resource_providers/{world.leaf}").body["generation"]
+    inventories = {"resource_provider_generation": generation,
+                   "inventories": {name: {"total": 4}}}
+    unknown = client.call("PUT", f"/resource_providers/{world.leaf}/inventories", inventories)
+    assert unknown.status == 400, unknown
+    assert f"No such resource class {name}" in unknown.body["errors"][0]["detail"]
+    one = client.call("POST", f"/resource_providers/{world.leaf}/inventories",
+                      {"resource_class": name, "total": 4})
+    assert one.status == 400, one
+    assert client.call("PUT", f"/resource_classes/{name}", version="1.7").status == 201
+    assert client.call("PUT", f"/resource_providers/{world.leaf}/inventories",
+                       inventories).status == 200
+    in_use = client.call("DELETE", f"/resource_classes/{name}", version="1.2")
+    assert in_use.status == 409, in_use
+    assert "Class is in use in inventory" in in_use.body["errors"][0]["detail"]
+
+
+def test_a_custom_class_is_renamed_before_1_7(client: Client) -> None:
+    old, new = _class_name(), _class_name()
+    assert client.call("POST", "/resource_classes", {"name": old}, "1.2").status == 201
+    renamed = client.call("PUT", f"/resource_classes/{old}", {"name": new}, "1.6")
+    assert renamed.status == 200, renamed
+    assert renamed.body["name"] == new
+    assert client.call("GET", f"/resource_classes/{old}", version="1.6").status == 404
+    assert client.call("GET", f"/resource_classes/{new}", version="1.6").status == 200
+    standard = client.call("PUT", "/resource_classes/VCPU", {"name": new}, "1.6")
+    assert standard.status == 400
+    taken = client.call("PUT", f"/resource_classes/{_class_name()}", {"name": new}, "1.6")
+    assert taken.status == 404
+
+
+def test_a_consumer_written_before_1_38_is_of_unknown_type(client: Client) -> None:
+    world = build(client)
+    project, vm = str(uuid4()), str(uuid4())
+    written = client.call("PUT", f"/allocations/{vm}", {
+        "allocations": {world.host: {"resources": {"VCPU": 1}}}, "project_id": project,
+        "user_id": "u", "consumer_generation": None}, "1.37")
+    assert written.status == 204, written
+    assert client.call("GET", f"/allocations/{vm}", version=LATEST).body[
+        "consumer_type"] == "unknown"
+    assert claim(client, str(uuid4()), world.host, None, project, VCPU=2) == 204
+    q = f"/usages?project_id={project}"
+    assert client.call("GET", q, version=LATEST).body == {"usages": {
+        "unknown": {"VCPU": 1, "consumer_count": 1},
+        "INSTANCE": {"VCPU": 2, "consumer_count": 1}}}
+    assert client.call("GET", f"{q}&consumer_type=all", version=LATEST).body == {
+        "usages": {"all": {"VCPU": 3, "consumer_count": 2}}}
+    assert client.call("GET", f"{q}&consumer_type=unknown", version=LATEST).body == {
+        "usages": {"unknown": {"VCPU": 1, "consumer_count": 1}}}
+    lower = client.call("PUT", f"/allocations/{uuid4()}", {
+        "allocations": {world.host: {"resources": {"VCPU": 1}}}, "project_id": project,
+        "user_id": "u", "consumer_generation": None, "consumer_type": "unknown"}, LATEST)
+    assert lower.status == 400, lower
+
+
+def test_malformed_uuids_in_paths_answer_as_placement(client: Client) -> None:
+    provider = client.call("GET", "/resource_providers/not-a-uuid")
+    assert provider.status == 404 and provider.code == "placement.resource_provider.not_found"
+    assert client.call("GET", "/resource_providers/not-a-uuid/inventories").status == 404
+    assert client.call("GET", "/allocations/not-a-uuid").body == {"allocations": {}}
+    assert client.call("DELETE", "/allocations/not-a-uuid").status == 404
+
+
+def test_ids_and_names_are_bounded_as_placement_bounds_them(client: Client) -> None:
+    world = build(client)
+    long_id = "p" * 256
+    for key in ("project_id", "user_id"):
+        body = {"allocations": {world.host: {"resources": {"VCPU": 1}}}, "project_id": "p",
+                "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE",
+                key: long_id}
+        answer = client.call("PUT", f"/allocations/{uuid4()}", body, LATEST)
+        assert answer.status == 400 and "maxLength" in answer.body["errors"][0]["detail"]
+        usages = client.call("GET", f"/usages?project_id=p&{key}={long_id}", version="1.9")
+        assert usages.status == 400, usages
+    assert client.call("GET", "/usages?project_id=", version="1.9").status == 400
+    named = client.call("POST", "/resource_providers", {"name": "n" * 201}, "1.20")
+    assert named.status == 400 and "maxLength" in named.body["errors"][0]["detail"]
+    assert client.call("POST", "/resource_providers", {"name": "n" * 190 + uuid4().hex[:10]},
+                       "1.20").status == 200
+
+
+def test_reads_say_no_cache_and_last_modified_from_1_15(client: Client) -> None:
+    world = build(client)
+    for path in ("/", f"/resource_providers/{world.host}", "/resource_classes",
+                 f"/allocations/{world.vm}", f"/resource_providers/{world.host}/usages"):
+        new = client.call("GET", path, version="1.15")
+        assert new.headers["cache-control"] == "no-cache", path
+        assert new.headers["last-modified"].endswith(" GMT"), path
+        old = client.call("GET", path, version="1.14")
+        assert "cache-control" not in old.headers and "last-modified" not in old.headers
+
+
+def test_content_negotiation_as_placement(client: Client) -> None:
+    refused = client.call("GET", "/resource_providers", headers={"Accept": "text/plain"})
+    assert refused.status == 406, refused
+    assert "Only application/json is provided" in refused.body["errors"][0]["detail"]
+    for accept in ("application/json", "*/*", "text/html, application/*;q=0.5"):
+        assert client.call("GET", "/resource_providers",
+                           headers={"Accept": accept}).status == 200, accept
+    assert client.call("GET", "/resource_providers",
+                       headers={"Accept": "application/json;q=0"}).status == 406
+    not_json = client.call("POST", "/resource_providers", b'{"name": "x"}',
+                           headers={"Content-Type": "text/plain"})
+    assert not_json.status == 415, not_json
+    assert ("The media type text/plain is not supported, use application/json"
+            in not_json.body["errors"][0]["detail"])
+
+
+def test_405_allows_every_method_of_the_path(client: Client) -> None:
+    answer = client.call("PATCH", f"/resource_providers/{uuid4()}")
+    assert answer.status == 405
+    assert answer.headers["allow"] == "GET, PUT, DELETE"
+    assert client.call("PATCH", "/resource_providers").headers["allow"] == "GET, POST"
+
+
+def test_locations_are_relative(client: Client) -> None:
+    uuid = str(uuid4())
+    created = client.call("POST", "/resource_providers", {"name": f"n-{uuid}", "uuid": uuid},
+                          "1.19")
+    assert created.headers["location"] == f"/resource_providers/{uuid}"

@@ -37,9 +37,14 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
     StoreUnusable,
 )
-from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import (
+    consumer_stream_id,
+    provider_stream_id,
+    resource_class_stream_id,
+)
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.values import RequestMeta
 
 if TYPE_CHECKING:
@@ -83,6 +88,7 @@ class UnitOfWork:
         self._cached_reads: set[str] = set()
         self._providers: dict[str, Provider | None] = {}
         self._consumers: dict[str, Consumer | None] = {}
+        self._classes: dict[str, ResourceClass | None] = {}
         self._new: list[Aggregate] = []
         self._expected_providers: dict[str, int] = {}
         #: consumer -> (stream version, writes that named it, generation) as first read;
@@ -182,10 +188,19 @@ class UnitOfWork:
             raise MigrationNotFound(migration_uuid)
         return found
 
-    def add(self, aggregate: Consumer | Provider) -> None:
+    def resource_class(self, name: str) -> ResourceClass | None:
+        """The custom class's aggregate, or ``None`` if its stream does not exist."""
+        if name not in self._classes:
+            found = self._store.get(resource_class_stream_id(name))
+            self._classes[name] = found if isinstance(found, ResourceClass) else None
+        return self._classes[name]
+
+    def add(self, aggregate: Consumer | Provider | ResourceClass) -> None:
         """A new aggregate to commit with the rest."""
         self._new.append(aggregate)
-        if isinstance(aggregate, Provider):
+        if isinstance(aggregate, ResourceClass):
+            self._classes[aggregate.name] = aggregate
+        elif isinstance(aggregate, Provider):
             self._providers[aggregate.uuid] = aggregate
         else:
             self.consumer(aggregate.uuid)  # remember it was absent
@@ -252,6 +267,7 @@ class UnitOfWork:
         changed: list[Aggregate] = list(self._new)
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        changed += [c for c in self._classes.values() if c is not None and c.pending_events]
         return list({id(a): a for a in changed}.values())
 
     @property

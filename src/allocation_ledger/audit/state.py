@@ -28,9 +28,15 @@ from eventsourcing.domain import Aggregate
 
 from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import (
+    command_stream_id,
+    consumer_stream_id,
+    provider_stream_id,
+    resource_class_stream_id,
+)
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.resource_class import ResourceClass
 
 
 @dataclass
@@ -120,6 +126,8 @@ class LedgerState:
         elif isinstance(aggregate, Command):
             self.commands += 1
             expected = command_stream_id(aggregate.command_id)
+        elif isinstance(aggregate, ResourceClass):
+            expected = resource_class_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
@@ -141,7 +149,11 @@ class LedgerState:
 
 
 def _natural_id(aggregate: Any) -> str:
-    return str(aggregate.command_id if isinstance(aggregate, Command) else aggregate.uuid)
+    if isinstance(aggregate, Command):
+        return str(aggregate.command_id)
+    if isinstance(aggregate, ResourceClass):
+        return str(aggregate.name)
+    return str(aggregate.uuid)
 
 
 def fingerprint(aggregate: Aggregate) -> dict[str, Any]:

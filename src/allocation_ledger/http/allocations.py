@@ -10,17 +10,21 @@ current generation is taken, so a write never checks it; ``consumer_type`` from 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from allocation_ledger.application.views import ConsumerView
-from allocation_ledger.domain.consumer import INSTANCE
+from allocation_ledger.domain.consumer import UNKNOWN
 from allocation_ledger.domain.errors import ProviderNotFound
 from allocation_ledger.http import errors, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
-INCOMPLETE = "00000000-0000-0000-0000-000000000000"  # Placement's incomplete_consumer ids
-DEFAULT_CONSUMER_TYPE = INSTANCE
+INCOMPLETE = "00000000-0000-0000-0000-000000000000"
+MAX_ID = 255  # project, user and consumer type ids, as Placement's schemas bound them
+_CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$")  # Placement's incomplete_consumer ids
+#: the type of a consumer first written before 1.38, as Placement shows it from 1.38
+DEFAULT_CONSUMER_TYPE = UNKNOWN
 
 
 def _resources(value: Any, where: str) -> dict[str, int]:
@@ -73,7 +77,9 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]
     current = None if ctx.at_least(1, 38) else ctx.ledger.consumer(consumer_uuid)
     if current is None:
         generation = shapes.typed(data, "consumer_generation", "integer", "null")
-        consumer_type = shapes.typed(data, "consumer_type", "string")
+        consumer_type = shapes.text(data, "consumer_type", MAX_ID)
+        if consumer_type is not None and not _CONSUMER_TYPE.match(consumer_type):
+            raise shapes.invalid(f"{consumer_type!r} does not match '^[A-Z0-9_]+$'")
     else:
         generation = (shapes.typed(data, "consumer_generation", "integer", "null")
                       if ctx.at_least(1, 28) else current.generation)
@@ -82,8 +88,8 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]
         "consumer_uuid": consumer_uuid,
         "allocations": allocations,
         "expected_generation": generation,
-        "project_id": shapes.typed(data, "project_id", "string") or INCOMPLETE,
-        "user_id": shapes.typed(data, "user_id", "string") or INCOMPLETE,
+        "project_id": shapes.text(data, "project_id", MAX_ID) or INCOMPLETE,
+        "user_id": shapes.text(data, "user_id", MAX_ID) or INCOMPLETE,
         "consumer_type": consumer_type,
     }
 
@@ -126,8 +132,11 @@ def post_allocations(ctx: Ctx) -> Reply:
 
 def show_allocations(ctx: Ctx) -> Reply:
     """``GET /allocations/{consumer_uuid}``: ``{"allocations": {}}`` when it holds nothing."""
-    view = ctx.ledger.consumer(shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid"))
-    return Reply(body=serialize_consumer(ctx, view))
+    try:
+        consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    except errors.HTTPError:  # Placement: no consumer has that id, so nothing is held
+        return Reply(body={"allocations": {}})
+    return Reply(body=serialize_consumer(ctx, ctx.ledger.consumer(consumer)))
 
 
 def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
@@ -146,7 +155,11 @@ def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
 
 def delete_allocations(ctx: Ctx) -> Reply:
     """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing."""
-    consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    consumer = ctx.params["consumer_uuid"]
+    try:
+        consumer = shapes.uuid_param(consumer, "consumer_uuid")
+    except errors.HTTPError:
+        raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'") from None
     if not ctx.ledger.force_release(consumer, **ctx.write()):
         raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'")
     return Reply(204)

@@ -6,7 +6,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, compile_path
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.http import (
@@ -76,5 +76,18 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     request_id = request_id_of(request.headers.get(REQUEST_ID))
     err = errors.HTTPError(status, str(getattr(exc, "detail", "")) or "error")
     headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    if status == 405:  # every method the path serves, not only those of one route
+        headers["allow"] = ", ".join(allowed_methods(request.url.path))
+        err = errors.HTTPError(405, f"The method {request.method} is not allowed for this "
+                                    "resource.")
     return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,
                     request_id)
+
+
+_PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods some route serves at ``path``, in the order of :data:`ROUTES`."""
+    found = [method for pattern, method in _PATHS if pattern.match(path)]
+    return list(dict.fromkeys(found))

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any
 from uuid import uuid4
 
@@ -59,13 +60,16 @@ class Ctx:
         return self.version >= (major, minor)
 
     def json(self) -> Any:
-        """The body as JSON; 400 when it is not."""
+        """The body as JSON; 415 when it is not sent as JSON, 400 when it is not JSON."""
+        check_content_type(self.content_type)
         try:
             return orjson.loads(self.raw)
         except orjson.JSONDecodeError as err:
             raise errors.HTTPError(400, f"Malformed JSON: {err}") from None
 
     sent: list[int] = field(default_factory=lambda: [0], compare=False)
+    #: the media type of the body (``Content-Type`` without parameters; ``None``: not sent)
+    content_type: str | None = None
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -108,9 +112,15 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             if version < since:
                 raise errors.HTTPError(too_early, f"{request.method} {request.url.path} is "
                                                   f"served from {microversion.text(since)}")
+            if request.method in ("GET", "HEAD"):
+                check_accept(request.headers.get("accept"))
+            content_type = media_type(request.headers.get("content-type"))
+            raw = await request.body()
+            if raw:
+                check_content_type(content_type)
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
-                      dict(request.query_params), await request.body(),
-                      request.headers.get(IDEMPOTENCY_KEY))
+                      dict(request.query_params), raw,
+                      request.headers.get(IDEMPOTENCY_KEY), content_type=content_type)
             reply = await run_in_threadpool(_guarded, handler, ctx)
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
@@ -118,7 +128,7 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             LOG.exception("request %s failed", request_id)
             failure = errors.HTTPError(500, f"{type(err).__name__}: {err}")
             reply = Reply(500, errors.body(failure, request_id))
-        return respond(reply, version, request_id)
+        return respond(reply, version, request_id, request.method)
 
     return run
 
@@ -130,14 +140,57 @@ def _guarded(handler: Handler, ctx: Ctx) -> Reply:
         raise errors.from_ledger(err) from err
 
 
-def respond(reply: Reply, version: Version, request_id: str) -> Response:
-    """The response with Placement's headers: version served, ``Vary``, request id."""
+JSON = "application/json"
+
+
+def media_type(header: str | None) -> str | None:
+    """The media type of a ``Content-Type`` header, without its parameters."""
+    if header is None:
+        return None
+    return header.split(";", 1)[0].strip().lower() or None
+
+
+def check_content_type(content_type: str | None) -> None:
+    """415 for a body not sent as JSON (Placement's ``require_content``)."""
+    if content_type != JSON:
+        raise errors.HTTPError(415, f"The media type {content_type} is not supported, use "
+                                    f"{JSON}")
+
+
+def check_accept(accept: str | None) -> None:
+    """406 when an ``Accept`` header is sent and accepts no JSON (Placement's
+    ``check_accept``): a media range of ``application/json``, ``application/*`` or ``*/*``
+    with a quality above 0 accepts it."""
+    if not accept or not accept.strip():
+        return
+    for media_range in accept.split(","):
+        kind, *params = (part.strip() for part in media_range.split(";"))
+        if kind.lower() not in (JSON, "application/*", "*/*"):
+            continue
+        quality = next((p.split("=", 1)[1] for p in params
+                        if p.replace(" ", "").lower().startswith("q=")), "1")
+        try:
+            if float(quality) > 0:
+                return
+        except ValueError:
+            continue
+    raise errors.HTTPError(406, f"Only {JSON} is provided")
+
+
+def respond(reply: Reply, version: Version, request_id: str, method: str = "") -> Response:
+    """The response with Placement's headers: version served, ``Vary``, request id; from
+    1.15 a read also says ``cache-control: no-cache`` and ``last-modified`` (the time of
+    the answer: the ledger does not keep a modification time per resource; Placement too
+    answers the current time for usages and for resources without one)."""
     headers = {
         microversion.HEADER: f"{microversion.SERVICE} {microversion.text(version)}",
         "vary": microversion.HEADER,
         REQUEST_ID: request_id,
         **reply.headers,
     }
+    if method == "GET" and reply.status == 200 and version >= (1, 15):
+        headers.setdefault("cache-control", "no-cache")
+        headers.setdefault("last-modified", formatdate(usegmt=True))
     if reply.body is None:
         return Response(status_code=reply.status, headers=headers)
     return Response(orjson.dumps(reply.body), status_code=reply.status, headers=headers,

@@ -30,6 +30,7 @@ TABLE: tuple[tuple[type[e.LedgerError], int, str], ...] = (
     (e.InventoryInUse, 409, INVENTORY_INUSE),
     (e.Conflict, 409, CONCURRENT_UPDATE),  # consumer/provider generations, exhausted retries
     (e.ProviderExists, 409, DUPLICATE_NAME),
+    (e.ResourceClassExists, 409, DEFAULT),
     (e.InsufficientCapacity, 409, DEFAULT),
     (e.InvalidAllocation, 409, DEFAULT),  # Placement: constraints violated is a 409
     (e.ResourceClassNotOnProvider, 409, DEFAULT),
@@ -105,6 +106,8 @@ _DETAILS: dict[type[e.LedgerError], Callable[[Any], str]] = {
         f"allocations. ({err.reason})"),
     e.ProviderExists: lambda err: (
         f"Conflicting resource provider uuid: {err.provider_uuid} already exists."),
+    e.ResourceClassExists: lambda err: (
+        f"Conflicting resource class already exists: {err.resource_class}"),
     e.ProviderNotFound: lambda err: (
         f"No resource provider with uuid {err.provider_uuid} found"),
 }

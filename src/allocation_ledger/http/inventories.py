@@ -13,7 +13,7 @@ from typing import Any
 
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.domain.errors import InventoryInUse
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.http import errors, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
@@ -73,6 +73,7 @@ def set_inventories(ctx: Ctx) -> Reply:
     inventories = shapes.typed(data, "inventories", "object")
     records = {rc: _record(ctx, shapes.obj(v, where=rc), rc) for rc, v in inventories.items()}
     generation = _generation(data, view)
+    resource_classes.check_known(ctx, view.provider_uuid, set(records) - set(view.inventories))
     new = ctx.ledger.set_inventories(view.provider_uuid, records, generation,
                                      **ctx.write())
     return Reply(body=_inventories(new))
@@ -90,6 +91,7 @@ def create_inventory(ctx: Ctx) -> Reply:
         raise errors.HTTPError(409, f"Update conflict: Inventory for {rc} on resource "
                                     f"provider {view.provider_uuid} already exists.",
                                errors.CONCURRENT_UPDATE)
+    resource_classes.check_known(ctx, view.provider_uuid, {rc})
     new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
                                    **ctx.write())
     location = f"/resource_providers/{view.provider_uuid}/inventories/{rc}"

@@ -51,6 +51,22 @@ def typed(data: Mapping[str, Any], key: str, *types: str) -> Any:
     return value
 
 
+def text(data: Mapping[str, Any], key: str, max_length: int, min_length: int = 1
+         ) -> str | None:
+    """``data[key]`` as a string of ``min_length`` to ``max_length`` characters (``None``
+    when absent), refused as Placement's schemas refuse it."""
+    value = typed(data, key, "string")
+    if value is None:
+        return None
+    if len(value) > max_length:
+        raise invalid(f"{value[:40]!r}... is too long ({key}); Failed validating "
+                      f"'maxLength' ({max_length})")
+    if len(value) < min_length:
+        raise invalid(f"{value!r} is too short ({key}); Failed validating 'minLength' "
+                      f"({min_length})")
+    return str(value)
+
+
 def uuid_param(value: str, what: str) -> str:
     """A UUID from a path or query; 400 when it is malformed."""
     try:

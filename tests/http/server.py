@@ -71,7 +71,7 @@ class Client:
             self.conn.close()
 
 
-def running_server(url: str, token_file: str | None = None
+def running_server(url: str, token_file: str | None = None, max_body: int | None = None
                    ) -> AbstractContextManager[int]:
     """``allocation-ledger serve`` over ``url`` as a child process; yields its port."""
-    return spawned(url, token_file)
+    return spawned(url, token_file, max_body=max_body)

@@ -23,6 +23,7 @@ from allocation_ledger.http import (
 from allocation_ledger.http.auth import Tokens
 from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
+from allocation_ledger.http.limits import MAX_BODY
 
 RP = "/resource_providers/{uuid}"
 # Placement answers 404 before a handler's first version, except these (405).
@@ -59,13 +60,16 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
 )
 
 
-def create_app(ledger: Ledger, tokens: Tokens | None = None) -> Starlette:
+def create_app(ledger: Ledger, tokens: Tokens | None = None,
+               max_body: int = MAX_BODY) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
-    listing providers, a provider's allocations and project usages read the projections).
+    listing providers, a provider's allocations and project usages read the projections);
+    request bodies of at most ``max_body`` bytes.
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
-                                   405 if handler in TOO_EARLY_405 else 404), methods=[method])
+                                   405 if handler in TOO_EARLY_405 else 404, max_body),
+                    methods=[method])
               for path, method, handler, since in ROUTES]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
 

@@ -25,6 +25,7 @@ from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.domain.errors import LedgerError
 from allocation_ledger.http import errors, microversion
 from allocation_ledger.http.auth import Caller, Tokens
+from allocation_ledger.http.limits import MAX_BODY, read_body
 from allocation_ledger.http.microversion import Version
 
 LOG = logging.getLogger(__name__)
@@ -98,10 +99,12 @@ Handler = Callable[[Ctx], Reply]
 
 
 def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
-             since: Version = microversion.MIN, too_early: int = 404
-             ) -> Callable[[Request], Any]:
+             since: Version = microversion.MIN, too_early: int = 404,
+             max_body: int = MAX_BODY) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
-    (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer)."""
+    (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer).
+    A body is read only from an authenticated caller, and at most ``max_body`` bytes of it
+    (413 beyond)."""
 
     async def run(request: Request) -> Response:
         request_id = request_id_of(request.headers.get(REQUEST_ID))
@@ -115,7 +118,7 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             if request.method in ("GET", "HEAD"):
                 check_accept(request.headers.get("accept"))
             content_type = media_type(request.headers.get("content-type"))
-            raw = await request.body()
+            raw = await read_body(request, max_body)
             if raw:
                 check_content_type(content_type)
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 from typing import Any
 from uuid import uuid4
@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.application.retries import as_before
 from allocation_ledger.domain.errors import LedgerError
 from allocation_ledger.http import errors, microversion
 from allocation_ledger.http.auth import Caller, Tokens
@@ -71,6 +72,7 @@ class Ctx:
     sent: list[int] = field(default_factory=lambda: [0], compare=False)
     #: the media type of the body (``Content-Type`` without parameters; ``None``: not sent)
     content_type: str | None = None
+    method: str = "GET"
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -123,7 +125,8 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
                 check_content_type(content_type)
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
                       dict(request.query_params), raw,
-                      request.headers.get(IDEMPOTENCY_KEY), content_type=content_type)
+                      request.headers.get(IDEMPOTENCY_KEY), content_type=content_type,
+                      method=request.method)
             reply = await run_in_threadpool(_guarded, handler, ctx)
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
@@ -138,6 +141,11 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
 
 def _guarded(handler: Handler, ctx: Ctx) -> Reply:
     try:
+        if ctx.idempotency_key is not None and ctx.method not in ("GET", "HEAD"):
+            # A retry of a request that was applied is decided again on the ledger as it
+            # was before the first run, so it sends the same command and gets the
+            # record's answer (application/retries.py): the one place a retry is known.
+            ctx = replace(ctx, ledger=as_before(ctx.ledger, ctx.idempotency_key))
         return handler(ctx)
     except LedgerError as err:
         raise errors.from_ledger(err) from err

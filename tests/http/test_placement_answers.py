@@ -247,3 +247,18 @@ def test_locations_are_relative(client: Client) -> None:
     created = client.call("POST", "/resource_providers", {"name": f"n-{uuid}", "uuid": uuid},
                           "1.19")
     assert created.headers["location"] == f"/resource_providers/{uuid}"
+
+
+def test_allocating_a_class_that_does_not_exist_is_400_as_placement(client: Client) -> None:
+    world = build(client)
+    name = _class_name()
+    body = {"allocations": {world.host: {"resources": {name: 1}}}, "project_id": "p",
+            "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"}
+    unknown = client.call("PUT", f"/allocations/{uuid4()}", body, LATEST)
+    assert unknown.status == 400, unknown
+    assert f"No such resource class {name}" in unknown.body["errors"][0]["detail"]
+    assert client.call("PUT", f"/resource_classes/{name}", version="1.7").status == 201
+    not_there = client.call("PUT", f"/allocations/{uuid4()}", body, LATEST)
+    assert not_there.status == 409, not_there
+    assert f"Inventory for '{name}' on resource provider '{world.host}' invalid" in (
+        not_there.body["errors"][0]["detail"])

@@ -16,7 +16,7 @@ from typing import Any
 from allocation_ledger.application.views import ConsumerView
 from allocation_ledger.domain.consumer import UNKNOWN
 from allocation_ledger.domain.errors import ProviderNotFound
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.http import errors, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
@@ -105,6 +105,12 @@ def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
     """
     live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None
             or ctx.ledger.consumer(w["consumer_uuid"]).allocations]
+    for w in live:
+        for rc in sorted({rc for r in w["allocations"].values() for rc in r}):
+            if not resource_classes.exists(ctx, rc):
+                raise errors.HTTPError(400, f"Unable to allocate inventory for consumer "
+                                            f"{w['consumer_uuid']}: No such resource class "
+                                            f"{rc}.")
     if live:
         try:
             ctx.ledger.write_allocations(live, **ctx.write())

@@ -54,8 +54,11 @@ def in_use(ctx: Ctx) -> set[str]:
 def exists(ctx: Ctx, name: str) -> bool:
     """True for a standard class, a custom class created and not deleted, or a custom
     class some inventory uses (an old ledger's)."""
-    return (name in STANDARD_RESOURCE_CLASSES or ctx.ledger.resource_class_exists(name)
-            or name in in_use(ctx))
+    if name in STANDARD_RESOURCE_CLASSES:
+        return True
+    if not _CUSTOM.match(name) or len(name) > MAX_NAME:
+        return False
+    return ctx.ledger.resource_class_exists(name) or name in in_use(ctx)
 
 
 def check_known(ctx: Ctx, provider_uuid: str, classes: set[str]) -> None:

@@ -109,7 +109,8 @@ def test_a_custom_class_exists_once_created_and_until_deleted(client: Client) ->
     name = _class_name()
     assert client.call("GET", f"/resource_classes/{name}", version="1.2").status == 404
     created = client.call("POST", "/resource_classes", {"name": name}, "1.2")
-    assert created.status == 201 and created.headers["location"] == f"/resource_classes/{name}"
+    assert created.status == 201 and created.headers["location"].endswith(
+        f"/resource_classes/{name}")
     again = client.call("POST", "/resource_classes", {"name": name}, "1.2")
     assert again.status == 409, again
     assert "Conflicting resource class already exists" in again.body["errors"][0]["detail"]
@@ -242,11 +243,14 @@ def test_405_allows_every_method_of_the_path(client: Client) -> None:
     assert client.call("PATCH", "/resource_providers").headers["allow"] == "GET, POST"
 
 
-def test_locations_are_relative(client: Client) -> None:
+def test_locations_are_absolute_as_placement_answers_them(client: Client) -> None:
+    """Placement sets a path; webob sends it absolute (its inventory gabbits match
+    ``$SCHEME://$NETLOC/...``)."""
     uuid = str(uuid4())
     created = client.call("POST", "/resource_providers", {"name": f"n-{uuid}", "uuid": uuid},
                           "1.19")
-    assert created.headers["location"] == f"/resource_providers/{uuid}"
+    assert created.headers["location"] == (
+        f"http://127.0.0.1:{client.port}/resource_providers/{uuid}")
 
 
 def test_allocating_a_class_that_does_not_exist_is_400_as_placement(client: Client) -> None:
@@ -262,3 +266,56 @@ def test_allocating_a_class_that_does_not_exist_is_400_as_placement(client: Clie
     assert not_there.status == 409, not_there
     assert f"Inventory for '{name}' on resource provider '{world.host}' invalid" in (
         not_there.body["errors"][0]["detail"])
+
+
+def test_schema_refusals_name_the_keyword_as_jsonschema_does(client: Client) -> None:
+    world = build(client)
+    generation = client.call("GET", f"/resource_providers/{world.leaf}").body["generation"]
+    zero = client.call("POST", f"/resource_providers/{world.leaf}/inventories", {
+        "resource_class": "DISK_GB", "total": 0,
+        "resource_provider_generation": generation})
+    assert zero.status == 400
+    assert ("JSON does not validate: 0 is less than the minimum of 1" in
+            zero.body["errors"][0]["detail"])
+    assert ("Failed validating 'minimum' in schema['properties']['total']" in
+            zero.body["errors"][0]["detail"])
+    missing = client.call("PUT", f"/allocations/{uuid4()}", {
+        "allocations": {world.host: {"resources": {"VCPU": 1}}}}, "1.8")
+    assert "Failed validating 'required' in schema" in missing.body["errors"][0]["detail"]
+    reserved = client.call("POST", f"/resource_providers/{world.leaf}/inventories", {
+        "resource_class": "DISK_GB", "total": 8, "reserved": 8})
+    assert reserved.status == 400 and (
+        f"Unable to create inventory for resource provider {world.leaf}" in
+        reserved.body["errors"][0]["detail"])
+    assert "greater than or equal to total" in reserved.body["errors"][0]["detail"]
+
+
+def test_post_allocations_empties_a_consumer_before_1_28(client: Client) -> None:
+    world = build(client)
+    answer = client.call("POST", "/allocations", {world.vm: {
+        "allocations": {}, "project_id": "p", "user_id": "u"}}, "1.13")
+    assert answer.status == 204, answer
+    assert client.call("GET", f"/allocations/{world.vm}").body == {"allocations": {}}
+
+
+def test_an_unknown_path_and_a_body_without_type_answer_as_placement(client: Client) -> None:
+    unknown = client.call("GET", f"/resource_providers/{uuid4()}/cows")
+    assert unknown.status == 404
+    assert unknown.body["errors"][0]["detail"] == "The resource could not be found."
+    untyped = client.call("POST", "/resource_providers", b"I want a resource provider",
+                          headers={"Content-Type": ""})
+    assert untyped.status == 400, untyped
+    assert untyped.body["errors"][0]["detail"] == "content-type header required"
+    no_body = client.call("PUT", f"/resource_providers/{uuid4()}")
+    assert no_body.status == 415, no_body
+    assert client.call("DELETE", "/").headers["allow"] == "GET"
+
+
+def test_an_inventory_location_is_absolute_as_placement_answers_it(client: Client) -> None:
+    world = build(client)
+    generation = client.call("GET", f"/resource_providers/{world.leaf}").body["generation"]
+    created = client.call("POST", f"/resource_providers/{world.leaf}/inventories", {
+        "resource_class": "DISK_GB", "total": 10, "resource_provider_generation": generation})
+    assert created.status == 201, created
+    assert created.headers["location"] == (
+        f"http://127.0.0.1:{client.port}/resource_providers/{world.leaf}/inventories/DISK_GB")

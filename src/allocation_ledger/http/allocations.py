@@ -21,6 +21,7 @@ from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
 INCOMPLETE = "00000000-0000-0000-0000-000000000000"
+MAX_INT = 2147483647
 MAX_ID = 255  # project, user and consumer type ids, as Placement's schemas bound them
 _CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$")  # Placement's incomplete_consumer ids
 #: the type of a consumer first written before 1.38, as Placement shows it from 1.38
@@ -30,9 +31,10 @@ DEFAULT_CONSUMER_TYPE = UNKNOWN
 def _resources(value: Any, where: str) -> dict[str, int]:
     resources = shapes.obj(value, where=where)
     if not resources:
-        raise shapes.invalid(f"{where} does not have enough properties")
+        raise shapes.invalid(f"{where} does not have enough properties", "minProperties")
     for rc in resources:
         shapes.typed(resources, rc, "integer")
+        shapes.bounded(resources, rc, 1, MAX_INT)
     return resources
 
 
@@ -40,7 +42,7 @@ def _by_provider(ctx: Ctx, value: Any) -> dict[str, dict[str, int]]:
     """The allocations of one consumer in the version's format -> provider -> class -> n."""
     if not ctx.at_least(1, 12):
         if not isinstance(value, list) or not value:
-            raise shapes.invalid("allocations must be a non-empty array")
+            raise shapes.invalid("allocations must be a non-empty array", "minItems")
         out: dict[str, dict[str, int]] = {}
         for item in value:
             entry = shapes.obj(item, required=("resource_provider", "resources"),
@@ -65,21 +67,25 @@ def _required(ctx: Ctx) -> tuple[str, ...]:
     return keys
 
 
-def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]:
-    """One consumer's write for :meth:`Ledger.write_allocations` from its request body."""
+def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any], empty_ok: bool = False
+           ) -> dict[str, Any]:
+    """One consumer's write for :meth:`Ledger.write_allocations` from its request body
+    (``empty_ok``: empty allocations release at every version, as ``POST /allocations``
+    allows; ``PUT`` allows them from 1.28)."""
     allowed = {"project_id", "user_id", "consumer_generation", "consumer_type", "mappings"}
     data = shapes.obj(data, required=_required(ctx), allowed=allowed,
                       where=f"consumer {consumer_uuid}")
     allocations = _by_provider(ctx, data["allocations"])
-    if not allocations and not ctx.at_least(1, 28):
-        raise shapes.invalid("allocations does not have enough properties")
+    if not allocations and not empty_ok and not ctx.at_least(1, 28):
+        raise shapes.invalid("allocations does not have enough properties", "minProperties")
     # Reading the consumer costs a round trip: only the versions that need it pay it.
     current = None if ctx.at_least(1, 38) else ctx.ledger.consumer(consumer_uuid)
     if current is None:
         generation = shapes.typed(data, "consumer_generation", "integer", "null")
         consumer_type = shapes.text(data, "consumer_type", MAX_ID)
         if consumer_type is not None and not _CONSUMER_TYPE.match(consumer_type):
-            raise shapes.invalid(f"{consumer_type!r} does not match '^[A-Z0-9_]+$'")
+            raise shapes.invalid(f"{consumer_type!r} does not match '^[A-Z0-9_]+$'",
+                                 "pattern")
     else:
         generation = (shapes.typed(data, "consumer_generation", "integer", "null")
                       if ctx.at_least(1, 28) else current.generation)
@@ -129,10 +135,10 @@ def put_allocations(ctx: Ctx) -> Reply:
 def post_allocations(ctx: Ctx) -> Reply:
     """``POST /allocations`` (1.13): several consumers in one atomic write (204)."""
     data = shapes.obj(ctx.json())
-    writes = [_write(ctx, shapes.uuid_param(c, "consumer_uuid"), body)
+    writes = [_write(ctx, shapes.uuid_param(c, "consumer_uuid"), body, empty_ok=True)
               for c, body in data.items()]
     if not writes:
-        raise shapes.invalid("body does not have enough properties")
+        raise shapes.invalid("body does not have enough properties", "minProperties")
     return _apply(ctx, writes)
 
 

@@ -28,6 +28,9 @@ from allocation_ledger.http.limits import MAX_BODY
 RP = "/resource_providers/{uuid}"
 # Placement answers 404 before a handler's first version, except these (405).
 TOO_EARLY_405 = {inventories.delete_inventories}
+# Writes without a body (from 1.7 this PUT creates the class its path names; before 1.7 it
+# renames, and the handler's read of its body checks the media type then).
+NO_BODY = {resource_classes.put_class}
 
 # path, method, handler, first microversion
 ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
@@ -68,7 +71,8 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
-                                   405 if handler in TOO_EARLY_405 else 404, max_body),
+                                   405 if handler in TOO_EARLY_405 else 404, max_body,
+                                   method in ("PUT", "POST") and handler not in NO_BODY),
                     methods=[method])
               for path, method, handler, since in ROUTES]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
@@ -80,7 +84,10 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     request_id = request_id_of(request.headers.get(REQUEST_ID))
     err = errors.HTTPError(status, str(getattr(exc, "detail", "")) or "error")
     headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    if status == 404:  # webob's words, which Placement answers an unknown path with
+        err = errors.HTTPError(404, "The resource could not be found.")
     if status == 405:  # every method the path serves, not only those of one route
+        headers = {k: v for k, v in headers.items() if k.lower() != "allow"}
         headers["allow"] = ", ".join(allowed_methods(request.url.path))
         err = errors.HTTPError(405, f"The method {request.method} is not allowed for this "
                                     "resource.")

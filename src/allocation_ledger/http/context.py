@@ -103,11 +103,12 @@ Handler = Callable[[Ctx], Reply]
 
 def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
              since: Version = microversion.MIN, too_early: int = 404,
-             max_body: int = MAX_BODY) -> Callable[[Request], Any]:
+             max_body: int = MAX_BODY, takes_body: bool = False) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
     (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer).
     A body is read only from an authenticated caller, and at most ``max_body`` bytes of it
-    (413 beyond)."""
+    (413 beyond); a handler that ``takes_body`` refuses one not sent as JSON (415) before
+    it runs, as Placement's ``require_content`` does."""
 
     async def run(request: Request) -> Response:
         request_id = request_id_of(request.headers.get(REQUEST_ID))
@@ -122,13 +123,18 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
                 check_accept(request.headers.get("accept"))
             content_type = media_type(request.headers.get("content-type"))
             raw = await read_body(request, max_body)
-            if raw:
+            if raw and content_type is None:  # Placement's middleware says so first
+                raise errors.HTTPError(400, "content-type header required")
+            if raw or takes_body:
                 check_content_type(content_type)
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
                       dict(request.query_params), raw,
                       request.headers.get(IDEMPOTENCY_KEY), content_type=content_type,
                       method=request.method)
             reply = await run_in_threadpool(_guarded, handler, ctx)
+            location = reply.headers.get("location", "")
+            if location.startswith("/"):  # absolute, as webob makes Placement's
+                reply.headers["location"] = str(request.base_url).rstrip("/") + location
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
         except Exception as err:  # a bug: answered as Placement does, logged with its id

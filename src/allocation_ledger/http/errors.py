@@ -95,6 +95,11 @@ _DETAILS: dict[type[e.LedgerError], Callable[[Any], str]] = {
     e.ResourceClassNotOnProvider: lambda err: (
         f"Unable to allocate inventory: Inventory for '{err.resource_class}' on resource "
         f"provider '{err.provider_uuid}' invalid."),
+    e.InvalidInventory: lambda err: (
+        f"Invalid inventory for '{err.resource_class}' on resource provider "
+        f"'{err.provider_uuid}'. "
+        + ("The reserved value is greater than total." if err.reason.startswith("reserved ")
+           and "exceeds total" in err.reason else f"{err.reason[:1].upper()}{err.reason[1:]}.")),
     e.InventoryInUse: lambda err: (
         f"Inventory for '{err.resource_class}' on resource provider '{err.provider_uuid}' "
         f"in use. ({err.used} allocated)"),

@@ -37,12 +37,12 @@ def _location(name: str) -> dict[str, str]:
 def _custom(name: object) -> str:
     """A custom class name as Placement's schema allows it, else its 400."""
     if not isinstance(name, str):
-        raise shapes.invalid(f"{name!r} is not of type 'string' (name)")
+        raise shapes.invalid(f"{name!r} is not of type 'string' (name)", "type")
     if len(name) > MAX_NAME:
-        raise shapes.invalid(f"{name[:40]!r}... is too long (name: maxLength {MAX_NAME}); "
-                             "Failed validating 'maxLength'")
+        raise shapes.invalid(f"{name[:40]!r}... is too long (name: at most {MAX_NAME})",
+                             "maxLength")
     if not _CUSTOM.match(name):
-        raise shapes.invalid(f"{name!r} does not match '^CUSTOM_[A-Z0-9_]+$'")
+        raise shapes.invalid(f"{name!r} does not match '^CUSTOM_[A-Z0-9_]+$'", "pattern")
     return name
 
 
@@ -65,7 +65,7 @@ def check_known(ctx: Ctx, provider_uuid: str, classes: set[str]) -> None:
     """Refuse (400) an inventory of a custom class that does not exist; a class already
     on the provider is let through (it exists by the rule above)."""
     for rc in sorted(classes):
-        if rc.startswith("CUSTOM_") and not exists(ctx, rc):
+        if not exists(ctx, rc):
             raise errors.HTTPError(400, f"Unknown resource class in inventory for resource "
                                         f"provider {provider_uuid}: No such resource class "
                                         f"{rc}.")
@@ -121,7 +121,7 @@ def _rename(ctx: Ctx, name: str) -> Reply:
     if not exists(ctx, name):
         raise _not_found(name)
     used = in_use(ctx)
-    if new_name in used:
+    if exists(ctx, new_name):
         raise errors.HTTPError(409, f"Resource class already exists: {new_name}")
     if name in used:
         raise errors.HTTPError(409, f"Cannot rename resource class {name}: it is in use in "

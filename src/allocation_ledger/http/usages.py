@@ -57,8 +57,10 @@ def _bounded(q: Mapping[str, str], key: str) -> None:
     """Placement's schema for ``/usages``: each id 1 to 255 characters."""
     value = q.get(key)
     if value is not None and not 1 <= len(value) <= MAX_ID:
+        keyword = "minLength" if not value else "maxLength"
         raise errors.HTTPError(400, f"Invalid query string parameters: {key} must be 1 to "
-                                    f"{MAX_ID} characters, not {len(value)}")
+                                    f"{MAX_ID} characters, not {len(value)}\n\nFailed "
+                                    f"validating '{keyword}' in schema")
 
 
 def _summed(rows: Iterable[Any]) -> dict[str, int]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from allocation_ledger.application.views import ConsumerView
 from allocation_ledger.domain.consumer import UNKNOWN
-from allocation_ledger.domain.errors import ProviderNotFound
+from allocation_ledger.domain.errors import ProviderNotFound, ResourceClassNotOnProvider
 from allocation_ledger.http import errors, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
@@ -111,19 +111,30 @@ def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
     """
     live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None
             or ctx.ledger.consumer(w["consumer_uuid"]).allocations]
-    for w in live:
+    for w in live:  # a name no class can have: refused without a read
         for rc in sorted({rc for r in w["allocations"].values() for rc in r}):
-            if not resource_classes.exists(ctx, rc):
-                raise errors.HTTPError(400, f"Unable to allocate inventory for consumer "
-                                            f"{w['consumer_uuid']}: No such resource class "
-                                            f"{rc}.")
+            if not resource_classes.may_exist(rc):
+                raise _no_such_class(w["consumer_uuid"], rc)
     if live:
         try:
             ctx.ledger.write_allocations(live, **ctx.write())
         except ProviderNotFound as err:  # Placement: an unknown provider is a bad request
             raise errors.HTTPError(400, f"Allocation for resource provider "
                                         f"'{err.provider_uuid}' that does not exist.") from err
+        except ResourceClassNotOnProvider as err:
+            # Placement tells a class that does not exist (400) from one the provider
+            # lacks (409); asked only on refusal, so a write pays no read for it
+            if not resource_classes.exists(ctx, err.resource_class):
+                consumer = next((w["consumer_uuid"] for w in live if any(
+                    err.resource_class in r for r in w["allocations"].values())), "")
+                raise _no_such_class(consumer, err.resource_class) from err
+            raise
     return Reply(204)
+
+
+def _no_such_class(consumer_uuid: str, rc: str) -> errors.HTTPError:
+    return errors.HTTPError(400, f"Unable to allocate inventory for consumer {consumer_uuid}: "
+                                 f"No such resource class {rc}.")
 
 
 def put_allocations(ctx: Ctx) -> Reply:

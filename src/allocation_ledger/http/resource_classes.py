@@ -51,6 +51,12 @@ def in_use(ctx: Ctx) -> set[str]:
     return {u.resource_class for u in ctx.ledger.reads.host_usage()}
 
 
+def may_exist(name: str) -> bool:
+    """True for a standard class or a well-formed custom name (no read needed)."""
+    return name in STANDARD_RESOURCE_CLASSES or (
+        bool(_CUSTOM.match(name)) and len(name) <= MAX_NAME)
+
+
 def exists(ctx: Ctx, name: str) -> bool:
     """True for a standard class, a custom class created and not deleted, or a custom
     class some inventory uses (an old ledger's)."""

@@ -48,7 +48,7 @@ class Client:
         payload = None
         if body is not None:
             payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
+            sent.setdefault("Content-Type", "application/json")
         for attempt in (1, 2):
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
@@ -71,7 +71,7 @@ class Client:
             self.conn.close()
 
 
-def running_server(url: str, token_file: str | None = None
+def running_server(url: str, token_file: str | None = None, max_body: int | None = None
                    ) -> AbstractContextManager[int]:
     """``allocation-ledger serve`` over ``url`` as a child process; yields its port."""
-    return spawned(url, token_file)
+    return spawned(url, token_file, max_body=max_body)

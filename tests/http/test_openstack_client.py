@@ -71,7 +71,8 @@ def test_osc_placement_manages_a_tree_its_inventory_and_allocations(server_port:
                        "--project-id", project, "--user-id", "u", "--consumer-type",
                        "INSTANCE", "--allocation", f"rp={host['uuid']},VCPU=13")
     assert too_much.returncode == 1
-    assert "cannot fit 13 more VCPU: 4 used of capacity 16, 12 free" in too_much.stderr
+    assert "would exceed the capacity. (13 requested, 4 used of capacity 16, 12 free)" in (
+        too_much.stderr)
     in_use = osc.run("resource", "provider", "delete", host["uuid"])
     assert in_use.returncode == 1 and "HTTP 409" in in_use.stderr
 

@@ -23,6 +23,7 @@ from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import InvalidRequest, UnknownPrefix
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.resource_class import ResourceClass
 
 BATCH = 5000
 RESOLVED = (Migration.Confirmed, Migration.Reverted, Migration.Completed, Migration.Aborted)
@@ -125,3 +126,18 @@ def resolve(kind: str, text: str, known: Iterable[str]) -> str:
             "give more characters", prefix=text, matches=matches)
     return matches[0]
 
+
+
+def resource_classes(store: EventStore) -> list[str]:
+    """The custom resource classes created and not deleted, by name."""
+    decode = Decoder(store.mapper)
+    created = get_topic(ResourceClass.Created)
+    names: dict[UUID | str, str] = {}
+    live: dict[UUID | str, bool] = {}
+    for n in _by_topic(store, (ResourceClass.Created, ResourceClass.Recreated,
+                               ResourceClass.Deleted)):
+        stream = n.originator_id
+        if n.topic == created:
+            names[stream] = decode(n).name
+        live[stream] = n.topic != get_topic(ResourceClass.Deleted)
+    return sorted(name for stream, name in names.items() if live.get(stream))

@@ -180,9 +180,11 @@ class AsOf:
     """The ledger as a recorded command left it: the streams it wrote or read, at the
     versions it left them (a stream it did not touch, as it is now)."""
 
-    def __init__(self, store: EventStore, record: Command) -> None:
+    def __init__(self, store: EventStore, record: Command,
+                 versions: Mapping[str, int] | None = None) -> None:
         self._store = store
-        self._versions = {**record.read, **record.streams}
+        self._versions = dict(versions) if versions is not None else {
+            **record.read, **record.streams}
         #: how many events the command appended (besides its record)
         self.appended = record.events
 
@@ -190,7 +192,18 @@ class AsOf:
         version = self._versions.get(str(stream))
         if version is None:
             return self._store.get(stream)
+        if version == 0:  # the command created the stream: before it, there was none
+            return None
         return self._store.repository.get(stream, version=version, projector_func=project)
+
+    def get(self, stream: UUID) -> Any:
+        """The aggregate of any stream as of this point (``None``: none yet)."""
+        return self._get(stream)
+
+    def pinned(self, stream: UUID) -> bool:
+        """True when ``stream`` is read at a version of its own (the command wrote or read
+        it), not as it is now."""
+        return str(stream) in self._versions
 
     def provider(self, provider_uuid: str) -> Provider:
         """The provider as the command left it."""
@@ -210,6 +223,23 @@ class AsOf:
         if not isinstance(found, Migration):
             raise MigrationNotFound(migration_uuid)
         return found
+
+
+def before(store: EventStore, record: Command) -> AsOf:
+    """The ledger as it was just before the recorded command: each stream it wrote at the
+    version before its first event of that command (found by the command id every event
+    carries in its ``request``), each stream it only read at the version it read."""
+    versions = dict(record.read)
+    for stream, after in record.streams.items():
+        version = after
+        for stored in store.recorder.select_events(UUID(stream), lte=after, desc=True,
+                                                   limit=record.events):
+            event: Any = store.mapper.to_domain_event(stored)
+            if getattr(event, "request", {}).get("command_id") != record.command_id:
+                break
+            version = event.originator_version - 1
+        versions[stream] = version
+    return AsOf(store, record, versions)
 
 
 def mark_replayed(value: T) -> T:

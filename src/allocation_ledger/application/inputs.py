@@ -29,7 +29,7 @@ from pydantic import (
     ValidationError,
 )
 
-from allocation_ledger.domain.consumer import INSTANCE
+from allocation_ledger.domain.consumer import INSTANCE, UNKNOWN
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.values import MAX_INT, RequestMeta, is_valid_resource_class
 
@@ -88,7 +88,7 @@ def _resource_class(value: str) -> str:
 
 
 def _consumer_type(value: str) -> str:
-    if not re.fullmatch(r"[A-Z0-9_]+", value):
+    if value != UNKNOWN and not re.fullmatch(r"[A-Z0-9_]+", value):
         raise ValueError(f"consumer type {value!r} must be upper-case letters, digits and _")
     return value
 
@@ -258,6 +258,13 @@ class ClassIn(Model):
     provider_uuid: Uuid
     resource_class: ResourceClass
     expected_generation: Generation
+
+
+class ResourceClassIn(Model):
+    """Create or delete a custom resource class, or rename it to ``new_name``."""
+
+    name: ResourceClass
+    new_name: ResourceClass | None = None
 
 
 class WritesIn(Model):

@@ -28,6 +28,7 @@ from allocation_ledger.application.command_ids import (
 )
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.handlers import claims, moves, providers
+from allocation_ledger.application.handlers import resource_classes as classes
 from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     AgeIn,
@@ -42,6 +43,7 @@ from allocation_ledger.application.inputs import (
     RenameProviderIn,
     RequestIn,
     ResolveIn,
+    ResourceClassIn,
     WritesIn,
     canonical_uuid,
     parse,
@@ -53,8 +55,9 @@ from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
-from allocation_ledger.domain.ids import consumer_stream_id
+from allocation_ledger.domain.ids import consumer_stream_id, resource_class_stream_id
 from allocation_ledger.domain.migration import RESIZE, Migration, started_by
+from allocation_ledger.domain.resource_class import ResourceClass
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -312,6 +315,50 @@ class Ledger:
                     expected_generation=expected_generation)
         it = intent("delete_provider", command_id, request, cmd)
         self._handle(it, providers.delete, cmd, lambda r: None)
+
+    # -- custom resource classes ------------------------------------------------------------
+
+    def create_resource_class(
+        self, name: str, *, exist_ok: bool = False, request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> bool:
+        """Create custom class ``name`` (``CUSTOM_*``); :class:`ResourceClassExists` when it
+        exists, or, with ``exist_ok``, ``False`` with nothing written. ``True`` when it was
+        created. A class deleted before is created again on the same stream."""
+        cmd = parse(ResourceClassIn, name=name)
+        it = intent("ensure_resource_class" if exist_ok else "create_resource_class",
+                    command_id, request, cmd)
+        return self._handle(it, classes.ensure if exist_ok else classes.create, cmd,
+                            _released)
+
+    def delete_resource_class(
+        self, name: str, *, request: Request = None, command_id: CommandId | None = None,
+    ) -> None:
+        """Delete custom class ``name`` (:class:`ResourceClassNotFound` unless it exists).
+        It does not look at inventories: the HTTP API refuses a class some inventory uses."""
+        cmd = parse(ResourceClassIn, name=name)
+        it = intent("delete_resource_class", command_id, request, cmd)
+        self._handle(it, classes.delete, cmd, lambda r: None)
+
+    def rename_resource_class(
+        self, name: str, new_name: str, *, request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> None:
+        """Rename custom class ``name`` to ``new_name`` (Placement's ``PUT`` before 1.7):
+        the old name is deleted and the new one created in one append. Inventories are not
+        renamed: the HTTP API refuses to rename a class some inventory uses."""
+        cmd = parse(ResourceClassIn, name=name, new_name=new_name)
+        it = intent("rename_resource_class", command_id, request, cmd)
+        self._handle(it, classes.rename, cmd, lambda r: None)
+
+    def resource_class_exists(self, name: str) -> bool:
+        """True when custom class ``name`` was created and not deleted since."""
+        found = guarded_read(lambda: self.store.get(resource_class_stream_id(name)))
+        return isinstance(found, ResourceClass) and found.live
+
+    def resource_classes(self) -> list[str]:
+        """The custom classes created and not deleted, by name."""
+        return guarded_read(lambda: catalog.resource_classes(self.store))
 
     # -- moves ------------------------------------------------------------------------------
     # Each takes the generations it depends on and appends everything in one write; a

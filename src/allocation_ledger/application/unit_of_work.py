@@ -41,10 +41,12 @@ from allocation_ledger.domain.ids import (
     consumer_stream_id,
     provider_name_stream_id,
     provider_stream_id,
+    resource_class_stream_id,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
+from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.values import RequestMeta
 
 if TYPE_CHECKING:
@@ -89,6 +91,7 @@ class UnitOfWork:
         self._providers: dict[str, Provider | None] = {}
         self._consumers: dict[str, Consumer | None] = {}
         self._names: dict[str, ProviderName | None] = {}
+        self._classes: dict[str, ResourceClass | None] = {}
         self._new: list[Aggregate] = []
         self._expected_providers: dict[str, tuple[int, int]] = {}
         #: consumer -> (stream version, writes that named it, generation) as first read;
@@ -195,11 +198,20 @@ class UnitOfWork:
             self._names[name] = found if isinstance(found, ProviderName) else None
         return self._names[name]
 
-    def add(self, aggregate: Consumer | Provider | ProviderName) -> None:
+    def resource_class(self, name: str) -> ResourceClass | None:
+        """The custom class's aggregate, or ``None`` if its stream does not exist."""
+        if name not in self._classes:
+            found = self._store.get(resource_class_stream_id(name))
+            self._classes[name] = found if isinstance(found, ResourceClass) else None
+        return self._classes[name]
+
+    def add(self, aggregate: Consumer | Provider | ProviderName | ResourceClass) -> None:
         """A new aggregate to commit with the rest."""
         self._new.append(aggregate)
         if isinstance(aggregate, ProviderName):
             self._names[aggregate.name] = aggregate
+        elif isinstance(aggregate, ResourceClass):
+            self._classes[aggregate.name] = aggregate
         elif isinstance(aggregate, Provider):
             self._providers[aggregate.uuid] = aggregate
         else:
@@ -268,6 +280,7 @@ class UnitOfWork:
         changed: list[Aggregate] = [a for a in self._new if not isinstance(a, ProviderName)]
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        changed += [c for c in self._classes.values() if c is not None and c.pending_events]
         changed += [n for n in self._names.values() if n is not None and n.pending_events]
         return list({id(a): a for a in changed}.values())
 

@@ -33,10 +33,12 @@ from allocation_ledger.domain.ids import (
     consumer_stream_id,
     provider_name_stream_id,
     provider_stream_id,
+    resource_class_stream_id,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
+from allocation_ledger.domain.resource_class import ResourceClass
 
 
 @dataclass
@@ -129,6 +131,8 @@ class LedgerState:
             expected = command_stream_id(aggregate.command_id)
         elif isinstance(aggregate, ProviderName):
             expected = provider_name_stream_id(aggregate.name)
+        elif isinstance(aggregate, ResourceClass):
+            expected = resource_class_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
@@ -152,7 +156,9 @@ class LedgerState:
 def _natural_id(aggregate: Any) -> str:
     if isinstance(aggregate, Command):
         return str(aggregate.command_id)
-    return str(aggregate.name if isinstance(aggregate, ProviderName) else aggregate.uuid)
+    if isinstance(aggregate, ProviderName | ResourceClass):
+        return str(aggregate.name)
+    return str(aggregate.uuid)
 
 
 def fingerprint(aggregate: Aggregate) -> dict[str, Any]:

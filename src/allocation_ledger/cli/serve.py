@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from allocation_ledger.cli.options import positive_int
+
 NAME = "serve"
 HELP = "serve a Placement-compatible HTTP API over the ledger"
 EXAMPLES = """\
@@ -19,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-file", default=None,
                         help="lines of 'TOKEN NAME ROLE' (admin or reader); required off "
                              "loopback")
+    parser.add_argument("--max-body-bytes", type=positive_int, default=1024 * 1024, metavar="N",
+                        help="refuse request bodies larger than N bytes with 413 (1 MiB)")
     parser.add_argument("--log-level", default="warning",
                         choices=["critical", "error", "warning", "info", "debug"])
 
@@ -27,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM."""
     from allocation_ledger.http.server import serve
 
-    serve(args.url, args.bind, args.token_file, args.log_level)
+    serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes)
     return 0

@@ -28,6 +28,8 @@ from allocation_ledger.domain.values import (
 
 INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
+#: Placement's type of a consumer written without one (before microversion 1.38)
+UNKNOWN = "unknown"
 
 
 

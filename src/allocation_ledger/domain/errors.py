@@ -147,6 +147,29 @@ class UnknownPrefix(NotFound):
         super().__init__(f"no {kind} starts with {prefix!r}")
 
 
+class ResourceClassNotFound(NotFound):
+    """Raised when a command names a custom resource class that was never created or was
+    deleted."""
+
+    FIELDS = ("resource_class",)
+    resource_class: str
+
+    def __init__(self, resource_class: str) -> None:
+        self.resource_class = resource_class
+        super().__init__(f"No such resource class {resource_class}.")
+
+
+class ResourceClassExists(LedgerError):
+    """Raised when creating a custom resource class that already exists."""
+
+    FIELDS = ("resource_class",)
+    resource_class: str
+
+    def __init__(self, resource_class: str) -> None:
+        self.resource_class = resource_class
+        super().__init__(f"Resource class {resource_class} already exists.")
+
+
 class ProviderExists(LedgerError):
     """Raised when registering a provider whose UUID a live provider has."""
 

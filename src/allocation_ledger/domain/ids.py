@@ -40,3 +40,11 @@ def provider_name_stream_id(name: str) -> UUID:
 def command_stream_id(command_id: str) -> UUID:
     """The stream id of the command the caller called ``command_id`` (its one record)."""
     return uuid5(COMMAND_NAMESPACE, command_id)
+
+
+RESOURCE_CLASS_NAMESPACE = UUID("5e0c7a92-3b1f-4d6a-9c2e-7f4b8d1a6e04")
+
+
+def resource_class_stream_id(name: str) -> UUID:
+    """The stream id of the custom resource class called ``name``."""
+    return uuid5(RESOURCE_CLASS_NAMESPACE, name)

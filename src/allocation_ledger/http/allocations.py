@@ -10,25 +10,31 @@ current generation is taken, so a write never checks it; ``consumer_type`` from 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from allocation_ledger.application.views import ConsumerView
-from allocation_ledger.domain.consumer import INSTANCE
-from allocation_ledger.domain.errors import ProviderNotFound
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.domain.consumer import UNKNOWN
+from allocation_ledger.domain.errors import ProviderNotFound, ResourceClassNotOnProvider
+from allocation_ledger.http import errors, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
-INCOMPLETE = "00000000-0000-0000-0000-000000000000"  # Placement's incomplete_consumer ids
-DEFAULT_CONSUMER_TYPE = INSTANCE
+INCOMPLETE = "00000000-0000-0000-0000-000000000000"
+MAX_INT = 2147483647
+MAX_ID = 255  # project, user and consumer type ids, as Placement's schemas bound them
+_CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$")  # Placement's incomplete_consumer ids
+#: the type of a consumer first written before 1.38, as Placement shows it from 1.38
+DEFAULT_CONSUMER_TYPE = UNKNOWN
 
 
 def _resources(value: Any, where: str) -> dict[str, int]:
     resources = shapes.obj(value, where=where)
     if not resources:
-        raise shapes.invalid(f"{where} does not have enough properties")
+        raise shapes.invalid(f"{where} does not have enough properties", "minProperties")
     for rc in resources:
         shapes.typed(resources, rc, "integer")
+        shapes.bounded(resources, rc, 1, MAX_INT)
     return resources
 
 
@@ -36,7 +42,7 @@ def _by_provider(ctx: Ctx, value: Any) -> dict[str, dict[str, int]]:
     """The allocations of one consumer in the version's format -> provider -> class -> n."""
     if not ctx.at_least(1, 12):
         if not isinstance(value, list) or not value:
-            raise shapes.invalid("allocations must be a non-empty array")
+            raise shapes.invalid("allocations must be a non-empty array", "minItems")
         out: dict[str, dict[str, int]] = {}
         for item in value:
             entry = shapes.obj(item, required=("resource_provider", "resources"),
@@ -61,19 +67,25 @@ def _required(ctx: Ctx) -> tuple[str, ...]:
     return keys
 
 
-def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]:
-    """One consumer's write for :meth:`Ledger.write_allocations` from its request body."""
+def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any], empty_ok: bool = False
+           ) -> dict[str, Any]:
+    """One consumer's write for :meth:`Ledger.write_allocations` from its request body
+    (``empty_ok``: empty allocations release at every version, as ``POST /allocations``
+    allows; ``PUT`` allows them from 1.28)."""
     allowed = {"project_id", "user_id", "consumer_generation", "consumer_type", "mappings"}
     data = shapes.obj(data, required=_required(ctx), allowed=allowed,
                       where=f"consumer {consumer_uuid}")
     allocations = _by_provider(ctx, data["allocations"])
-    if not allocations and not ctx.at_least(1, 28):
-        raise shapes.invalid("allocations does not have enough properties")
+    if not allocations and not empty_ok and not ctx.at_least(1, 28):
+        raise shapes.invalid("allocations does not have enough properties", "minProperties")
     # Reading the consumer costs a round trip: only the versions that need it pay it.
     current = None if ctx.at_least(1, 38) else ctx.ledger.consumer(consumer_uuid)
     if current is None:
         generation = shapes.typed(data, "consumer_generation", "integer", "null")
-        consumer_type = shapes.typed(data, "consumer_type", "string")
+        consumer_type = shapes.text(data, "consumer_type", MAX_ID)
+        if consumer_type is not None and not _CONSUMER_TYPE.match(consumer_type):
+            raise shapes.invalid(f"{consumer_type!r} does not match '^[A-Z0-9_]+$'",
+                                 "pattern")
     else:
         generation = (shapes.typed(data, "consumer_generation", "integer", "null")
                       if ctx.at_least(1, 28) else current.generation)
@@ -82,21 +94,47 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any]) -> dict[str, Any]
         "consumer_uuid": consumer_uuid,
         "allocations": allocations,
         "expected_generation": generation,
-        "project_id": shapes.typed(data, "project_id", "string") or INCOMPLETE,
-        "user_id": shapes.typed(data, "user_id", "string") or INCOMPLETE,
+        "project_id": shapes.text(data, "project_id", MAX_ID) or INCOMPLETE,
+        "user_id": shapes.text(data, "user_id", MAX_ID) or INCOMPLETE,
         "consumer_type": consumer_type,
     }
 
 
 def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
-    """Write, or do nothing when every consumer is emptied and already holds nothing."""
-    live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None]
+    """Write every consumer of the request in one command, all or nothing.
+
+    An entry that empties a consumer with a ``null`` generation says "this consumer holds
+    nothing". When it holds nothing, the entry is left out (Placement writes nothing for
+    it); when it holds allocations, the entry goes to the ledger, which refuses the whole
+    write with a consumer generation conflict (409), as Placement does: never dropped while
+    the others are written.
+    """
+    live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None
+            or ctx.ledger.consumer(w["consumer_uuid"]).allocations]
+    for w in live:  # a name no class can have: refused without a read
+        for rc in sorted({rc for r in w["allocations"].values() for rc in r}):
+            if not resource_classes.may_exist(rc):
+                raise _no_such_class(w["consumer_uuid"], rc)
     if live:
         try:
             ctx.ledger.write_allocations(live, **ctx.write())
         except ProviderNotFound as err:  # Placement: an unknown provider is a bad request
-            raise errors.HTTPError(400, f"Unable to allocate inventory: {err.message}") from err
+            raise errors.HTTPError(400, f"Allocation for resource provider "
+                                        f"'{err.provider_uuid}' that does not exist.") from err
+        except ResourceClassNotOnProvider as err:
+            # Placement tells a class that does not exist (400) from one the provider
+            # lacks (409); asked only on refusal, so a write pays no read for it
+            if not resource_classes.exists(ctx, err.resource_class):
+                consumer = next((w["consumer_uuid"] for w in live if any(
+                    err.resource_class in r for r in w["allocations"].values())), "")
+                raise _no_such_class(consumer, err.resource_class) from err
+            raise
     return Reply(204)
+
+
+def _no_such_class(consumer_uuid: str, rc: str) -> errors.HTTPError:
+    return errors.HTTPError(400, f"Unable to allocate inventory for consumer {consumer_uuid}: "
+                                 f"No such resource class {rc}.")
 
 
 def put_allocations(ctx: Ctx) -> Reply:
@@ -108,17 +146,20 @@ def put_allocations(ctx: Ctx) -> Reply:
 def post_allocations(ctx: Ctx) -> Reply:
     """``POST /allocations`` (1.13): several consumers in one atomic write (204)."""
     data = shapes.obj(ctx.json())
-    writes = [_write(ctx, shapes.uuid_param(c, "consumer_uuid"), body)
+    writes = [_write(ctx, shapes.uuid_param(c, "consumer_uuid"), body, empty_ok=True)
               for c, body in data.items()]
     if not writes:
-        raise shapes.invalid("body does not have enough properties")
+        raise shapes.invalid("body does not have enough properties", "minProperties")
     return _apply(ctx, writes)
 
 
 def show_allocations(ctx: Ctx) -> Reply:
     """``GET /allocations/{consumer_uuid}``: ``{"allocations": {}}`` when it holds nothing."""
-    view = ctx.ledger.consumer(shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid"))
-    return Reply(body=serialize_consumer(ctx, view))
+    try:
+        consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    except errors.HTTPError:  # Placement: no consumer has that id, so nothing is held
+        return Reply(body={"allocations": {}})
+    return Reply(body=serialize_consumer(ctx, ctx.ledger.consumer(consumer)))
 
 
 def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
@@ -137,7 +178,11 @@ def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
 
 def delete_allocations(ctx: Ctx) -> Reply:
     """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing."""
-    consumer = shapes.uuid_param(ctx.params["consumer_uuid"], "consumer_uuid")
+    consumer = ctx.params["consumer_uuid"]
+    try:
+        consumer = shapes.uuid_param(consumer, "consumer_uuid")
+    except errors.HTTPError:
+        raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'") from None
     if not ctx.ledger.force_release(consumer, **ctx.write()):
         raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'")
     return Reply(204)

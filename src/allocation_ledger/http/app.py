@@ -6,7 +6,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, compile_path
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.http import (
@@ -23,10 +23,14 @@ from allocation_ledger.http import (
 from allocation_ledger.http.auth import Tokens
 from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
+from allocation_ledger.http.limits import MAX_BODY
 
 RP = "/resource_providers/{uuid}"
 # Placement answers 404 before a handler's first version, except these (405).
 TOO_EARLY_405 = {inventories.delete_inventories}
+# Writes without a body (from 1.7 this PUT creates the class its path names; before 1.7 it
+# renames, and the handler's read of its body checks the media type then).
+NO_BODY = {resource_classes.put_class}
 
 # path, method, handler, first microversion
 ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
@@ -59,13 +63,17 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
 )
 
 
-def create_app(ledger: Ledger, tokens: Tokens | None = None) -> Starlette:
+def create_app(ledger: Ledger, tokens: Tokens | None = None,
+               max_body: int = MAX_BODY) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
-    listing providers, a provider's allocations and project usages read the projections).
+    listing providers, a provider's allocations and project usages read the projections);
+    request bodies of at most ``max_body`` bytes.
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
-                                   405 if handler in TOO_EARLY_405 else 404), methods=[method])
+                                   405 if handler in TOO_EARLY_405 else 404, max_body,
+                                   method in ("PUT", "POST") and handler not in NO_BODY),
+                    methods=[method])
               for path, method, handler, since in ROUTES]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
 
@@ -76,5 +84,21 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     request_id = request_id_of(request.headers.get(REQUEST_ID))
     err = errors.HTTPError(status, str(getattr(exc, "detail", "")) or "error")
     headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    if status == 404:  # webob's words, which Placement answers an unknown path with
+        err = errors.HTTPError(404, "The resource could not be found.")
+    if status == 405:  # every method the path serves, not only those of one route
+        headers = {k: v for k, v in headers.items() if k.lower() != "allow"}
+        headers["allow"] = ", ".join(allowed_methods(request.url.path))
+        err = errors.HTTPError(405, f"The method {request.method} is not allowed for this "
+                                    "resource.")
     return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,
                     request_id)
+
+
+_PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods some route serves at ``path``, in the order of :data:`ROUTES`."""
+    found = [method for pattern, method in _PATHS if pattern.match(path)]
+    return list(dict.fromkeys(found))

@@ -62,8 +62,12 @@ class Tokens:
         does not allow the method."""
         if self.callers is None:
             return ANONYMOUS
+        # compared as bytes: compare_digest refuses str that is not ASCII, and a header
+        # may carry any byte (Starlette gives them as latin-1 text)
+        given = token.encode("utf-8") if token is not None else None
         found = next((c for t, c in self.callers.items()
-                      if token is not None and hmac.compare_digest(t, token)), None)
+                      if given is not None and hmac.compare_digest(t.encode("utf-8"), given)),
+                     None)
         if found is None:
             raise HTTPError(401, "The request you have made requires authentication.",
                             headers={"www-authenticate": 'Keystone uri=""'})

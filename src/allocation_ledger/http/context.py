@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from email.utils import formatdate
 from typing import Any
 from uuid import uuid4
 
@@ -21,10 +22,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.application.retries import as_before
 from allocation_ledger.domain.errors import LedgerError
 from allocation_ledger.http import errors, microversion
 from allocation_ledger.http.auth import Caller, Tokens
+from allocation_ledger.http.limits import MAX_BODY, read_body
 from allocation_ledger.http.microversion import Version
+from allocation_ledger.http.negotiation import check_accept, check_content_type, media_type
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID = "x-openstack-request-id"
@@ -59,13 +63,17 @@ class Ctx:
         return self.version >= (major, minor)
 
     def json(self) -> Any:
-        """The body as JSON; 400 when it is not."""
+        """The body as JSON; 415 when it is not sent as JSON, 400 when it is not JSON."""
+        check_content_type(self.content_type)
         try:
             return orjson.loads(self.raw)
         except orjson.JSONDecodeError as err:
             raise errors.HTTPError(400, f"Malformed JSON: {err}") from None
 
     sent: list[int] = field(default_factory=lambda: [0], compare=False)
+    #: the media type of the body (``Content-Type`` without parameters; ``None``: not sent)
+    content_type: str | None = None
+    method: str = "GET"
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -94,10 +102,13 @@ Handler = Callable[[Ctx], Reply]
 
 
 def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
-             since: Version = microversion.MIN, too_early: int = 404
-             ) -> Callable[[Request], Any]:
+             since: Version = microversion.MIN, too_early: int = 404,
+             max_body: int = MAX_BODY, takes_body: bool = False) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
-    (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer)."""
+    (earlier ones get ``too_early``, as Placement's version-dispatched handlers answer).
+    A body is read only from an authenticated caller, and at most ``max_body`` bytes of it
+    (413 beyond); a handler that ``takes_body`` refuses one not sent as JSON (415) before
+    it runs, as Placement's ``require_content`` does."""
 
     async def run(request: Request) -> Response:
         request_id = request_id_of(request.headers.get(REQUEST_ID))
@@ -108,36 +119,59 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             if version < since:
                 raise errors.HTTPError(too_early, f"{request.method} {request.url.path} is "
                                                   f"served from {microversion.text(since)}")
+            if request.method in ("GET", "HEAD"):
+                check_accept(request.headers.get("accept"))
+            content_type = media_type(request.headers.get("content-type"))
+            raw = await read_body(request, max_body)
+            if raw and content_type is None:  # Placement's middleware says so first
+                raise errors.HTTPError(400, "content-type header required")
+            if raw or takes_body:
+                check_content_type(content_type)
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
-                      dict(request.query_params), await request.body(),
-                      request.headers.get(IDEMPOTENCY_KEY))
+                      dict(request.query_params), raw,
+                      request.headers.get(IDEMPOTENCY_KEY), content_type=content_type,
+                      method=request.method)
             reply = await run_in_threadpool(_guarded, handler, ctx)
+            location = reply.headers.get("location", "")
+            if location.startswith("/"):  # absolute, as webob makes Placement's
+                reply.headers["location"] = str(request.base_url).rstrip("/") + location
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
         except Exception as err:  # a bug: answered as Placement does, logged with its id
             LOG.exception("request %s failed", request_id)
             failure = errors.HTTPError(500, f"{type(err).__name__}: {err}")
             reply = Reply(500, errors.body(failure, request_id))
-        return respond(reply, version, request_id)
+        return respond(reply, version, request_id, request.method)
 
     return run
 
 
 def _guarded(handler: Handler, ctx: Ctx) -> Reply:
     try:
+        if ctx.idempotency_key is not None and ctx.method not in ("GET", "HEAD"):
+            # A retry of a request that was applied is decided again on the ledger as it
+            # was before the first run, so it sends the same command and gets the
+            # record's answer (application/retries.py): the one place a retry is known.
+            ctx = replace(ctx, ledger=as_before(ctx.ledger, ctx.idempotency_key))
         return handler(ctx)
     except LedgerError as err:
         raise errors.from_ledger(err) from err
 
 
-def respond(reply: Reply, version: Version, request_id: str) -> Response:
-    """The response with Placement's headers: version served, ``Vary``, request id."""
+def respond(reply: Reply, version: Version, request_id: str, method: str = "") -> Response:
+    """The response with Placement's headers: version served, ``Vary``, request id; from
+    1.15 a read also says ``cache-control: no-cache`` and ``last-modified`` (the time of
+    the answer: the ledger does not keep a modification time per resource; Placement too
+    answers the current time for usages and for resources without one)."""
     headers = {
         microversion.HEADER: f"{microversion.SERVICE} {microversion.text(version)}",
         "vary": microversion.HEADER,
         REQUEST_ID: request_id,
         **reply.headers,
     }
+    if method == "GET" and reply.status == 200 and version >= (1, 15):
+        headers.setdefault("cache-control", "no-cache")
+        headers.setdefault("last-modified", formatdate(usegmt=True))
     if reply.body is None:
         return Response(status_code=reply.status, headers=headers)
     return Response(orjson.dumps(reply.body), status_code=reply.status, headers=headers,

@@ -8,6 +8,7 @@ unknown route, a version a handler does not serve).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -30,6 +31,7 @@ TABLE: tuple[tuple[type[e.LedgerError], int, str], ...] = (
     (e.Conflict, 409, CONCURRENT_UPDATE),  # consumer/provider generations, exhausted retries
     (e.ProviderExists, 409, DUPLICATE_NAME),
     (e.ProviderNameTaken, 409, DUPLICATE_NAME),
+    (e.ResourceClassExists, 409, DEFAULT),
     (e.InsufficientCapacity, 409, DEFAULT),
     (e.InvalidAllocation, 409, DEFAULT),  # Placement: constraints violated is a 409
     (e.ResourceClassNotOnProvider, 409, DEFAULT),
@@ -56,11 +58,82 @@ class HTTPError(Exception):
         self.headers = headers or {}
 
 
+def _null(value: int | None) -> str:
+    return "null" if value is None else str(value)
+
+
+def _consumer_conflict(err: e.ConsumerGenerationConflict) -> str:
+    # Placement's "expected" is the stored generation and "got" the request's; Nova tells a
+    # consumer conflict from a provider race by "consumer generation conflict" alone.
+    return (f"consumer generation conflict - expected {_null(err.actual)} but got "
+            f"{err.expected} (consumer {err.consumer_uuid})")
+
+
+def _allocation(rc: str, rp: str, what: str) -> str:
+    return (f"Unable to allocate inventory: Unable to create allocation for '{rc}' on "
+            f"resource provider '{rp}'. The requested amount would {what}.")
+
+
+# Placement's wording for the errors whose text its clients (Nova) or its API tests read;
+# the ledger's ids and numbers follow in brackets where the wording leaves room. Every
+# other error keeps the ledger's own message.
+_DETAILS: dict[type[e.LedgerError], Callable[[Any], str]] = {
+    e.ConsumerGenerationConflict: _consumer_conflict,
+    e.ProviderGenerationConflict: lambda err: (
+        f"resource provider generation conflict: provider {err.provider_uuid} is at "
+        f"generation {err.actual}, the request named {err.expected}"),
+    e.ConcurrentUpdate: lambda err: (
+        "Inventory and/or allocations changed while attempting to allocate: Another thread "
+        "concurrently updated the resource provider data. Please retry your update "
+        f"(providers {', '.join(err.provider_uuids)}; {err.attempts} attempts)"),
+    e.InsufficientCapacity: lambda err: (
+        _allocation(err.resource_class, err.provider_uuid, "exceed the capacity")
+        + f" ({err.requested} requested, {err.used} used of capacity {err.capacity}, "
+          f"{err.free} free)"),
+    e.InvalidAllocation: lambda err: (
+        _allocation(err.resource_class, err.provider_uuid, "violate inventory constraints")
+        + f" ({err.amount}: {err.reason})"),
+    e.ResourceClassNotOnProvider: lambda err: (
+        f"Unable to allocate inventory: Inventory for '{err.resource_class}' on resource "
+        f"provider '{err.provider_uuid}' invalid."),
+    e.InvalidInventory: lambda err: (
+        f"Invalid inventory for '{err.resource_class}' on resource provider "
+        f"'{err.provider_uuid}'. "
+        + ("The reserved value is greater than total." if err.reason.startswith("reserved ")
+           and "exceeds total" in err.reason else f"{err.reason[:1].upper()}{err.reason[1:]}.")),
+    e.InventoryInUse: lambda err: (
+        f"Inventory for '{err.resource_class}' on resource provider '{err.provider_uuid}' "
+        f"in use. ({err.used} allocated)"),
+    e.ProviderHasChildren: lambda err: (
+        f"Unable to delete parent resource provider {err.provider_uuid}: It has child "
+        f"resource providers. ({', '.join(err.children)})"),
+    e.ProviderInUse: lambda err: (
+        f"Unable to delete resource provider {err.provider_uuid}: Resource provider has "
+        f"allocations. ({err.reason})"),
+    e.ProviderExists: lambda err: (
+        f"Conflicting resource provider uuid: {err.provider_uuid} already exists."),
+    e.ProviderNameTaken: lambda err: (
+        f"Conflicting resource provider name: {err.name} already exists."),
+    e.ResourceClassExists: lambda err: (
+        f"Conflicting resource class already exists: {err.resource_class}"),
+    e.ProviderNotFound: lambda err: (
+        f"No resource provider with uuid {err.provider_uuid} found"),
+}
+
+
+def detail(err: e.LedgerError) -> str:
+    """The text a client reads for ``err``: Placement's wording where clients match it."""
+    for cls in type(err).__mro__:
+        if cls in _DETAILS:
+            return _DETAILS[cls](err)
+    return err.message
+
+
 def from_ledger(err: e.LedgerError) -> HTTPError:
     """The HTTP refusal of a ledger error, by the table."""
     for cls, status, code in TABLE:
         if isinstance(err, cls):
-            return HTTPError(status, err.message, code)
+            return HTTPError(status, detail(err), code)
     raise AssertionError("LedgerError is the table's last row")  # pragma: no cover
 
 

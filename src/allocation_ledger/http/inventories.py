@@ -8,16 +8,23 @@ that is still allocated answers ``placement.concurrent_update``, the whole-set w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 from allocation_ledger.application.views import ProviderView
-from allocation_ledger.domain.errors import InventoryInUse
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.domain.errors import InvalidInventory, InventoryInUse
+from allocation_ledger.http import errors, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+MAX_INT = 2147483647
+# Placement's inventory schema (the ledger's own rules follow in the command)
+BOUNDS: dict[str, tuple[float, float]] = {
+    "total": (1, MAX_INT), "reserved": (0, MAX_INT), "min_unit": (1, MAX_INT),
+    "max_unit": (1, MAX_INT), "step_size": (1, MAX_INT), "allocation_ratio": (0, 3.40282e38),
+}
 
 
 def _inventories(view: ProviderView) -> dict[str, Any]:
@@ -29,17 +36,33 @@ def _one(view: ProviderView, rc: str) -> dict[str, Any]:
     return {**asdict(view.inventories[rc]), "resource_provider_generation": view.generation}
 
 
-def _record(ctx: Ctx, data: dict[str, Any], where: str) -> dict[str, Any]:
+def _record(ctx: Ctx, data: dict[str, Any], where: str, uuid: str = "",
+            verb: str = "update") -> dict[str, Any]:
     shapes.obj(data, required=("total",), allowed=(*FIELDS, "resource_provider_generation"),
                where=where)
     record = {k: shapes.typed(data, k, "number" if k == "allocation_ratio" else "integer")
               for k in FIELDS if k in data}
+    for k, (least, most) in BOUNDS.items():
+        shapes.bounded(record, k, least, most)
     reserved = record.get("reserved", 0)
     if not ctx.at_least(1, 26) and reserved >= record["total"]:
-        raise errors.HTTPError(400, f"Unable to update inventory: reserved "
-                                    f"{reserved} must be less than total "
-                                    f"{record['total']} (equal is allowed from 1.26)")
+        raise errors.HTTPError(400, f"Unable to {verb} inventory for resource provider "
+                                    f"{uuid}: Invalid inventory for '{where}' on resource "
+                                    f"provider '{uuid}'. The reserved value is greater "
+                                    f"than or equal to total. (reserved {reserved}, total "
+                                    f"{record['total']}; equal is allowed from 1.26)")
     return record
+
+
+def _written(ctx: Ctx, uuid: str, verb: str, write: Callable[[], ProviderView]
+             ) -> ProviderView:
+    """``write``'s provider; an inventory the ledger refuses is Placement's 400
+    ``Unable to <verb> inventory for resource provider ...``."""
+    try:
+        return write()
+    except InvalidInventory as err:
+        raise errors.HTTPError(400, f"Unable to {verb} inventory for resource provider "
+                                    f"{uuid}: {errors.detail(err)}") from err
 
 
 def _generation(data: dict[str, Any], view: ProviderView) -> int:
@@ -54,10 +77,13 @@ def _generation(data: dict[str, Any], view: ProviderView) -> int:
     return int(generation)
 
 
-def _class_of(ctx: Ctx, view: ProviderView) -> str:
+def _class_of(ctx: Ctx, view: ProviderView, suffix: str = "") -> str:
     rc = ctx.params["resource_class"]
     if rc not in view.inventories:
-        raise errors.HTTPError(404, f"No inventory of class {rc} for {view.provider_uuid}")
+        raise errors.HTTPError(404, f"No inventory of class {rc} for {view.provider_uuid}"
+                                    if not suffix else
+                                    f"No inventory of class {rc} found{suffix} "
+                                    f"({view.provider_uuid})")
     return rc
 
 
@@ -71,10 +97,12 @@ def set_inventories(ctx: Ctx) -> Reply:
     view = found(ctx, ctx.params["uuid"])
     data = shapes.obj(ctx.json(), required=("resource_provider_generation", "inventories"))
     inventories = shapes.typed(data, "inventories", "object")
-    records = {rc: _record(ctx, shapes.obj(v, where=rc), rc) for rc, v in inventories.items()}
+    records = {rc: _record(ctx, shapes.obj(v, where=rc), rc, view.provider_uuid)
+               for rc, v in inventories.items()}
     generation = _generation(data, view)
-    new = ctx.ledger.set_inventories(view.provider_uuid, records, generation,
-                                     **ctx.write())
+    resource_classes.check_known(ctx, view.provider_uuid, set(records) - set(view.inventories))
+    new = _written(ctx, view.provider_uuid, "update", lambda: ctx.ledger.set_inventories(
+        view.provider_uuid, records, generation, **ctx.write()))
     return Reply(body=_inventories(new))
 
 
@@ -84,14 +112,16 @@ def create_inventory(ctx: Ctx) -> Reply:
     data = shapes.obj(ctx.json(), required=("resource_class", "total"),
                       allowed=(*FIELDS, "resource_provider_generation"))
     rc = shapes.typed(data, "resource_class", "string")
-    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc)
+    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc,
+                     view.provider_uuid, "create")
     generation = _generation(data, view)
     if rc in view.inventories:
         raise errors.HTTPError(409, f"Update conflict: Inventory for {rc} on resource "
                                     f"provider {view.provider_uuid} already exists.",
                                errors.CONCURRENT_UPDATE)
-    new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
-                                   **ctx.write())
+    resource_classes.check_known(ctx, view.provider_uuid, {rc})
+    new = _written(ctx, view.provider_uuid, "create", lambda: ctx.ledger.set_inventory(
+        view.provider_uuid, rc, record, generation, **ctx.write()))
     location = f"/resource_providers/{view.provider_uuid}/inventories/{rc}"
     return Reply(201, _one(new, rc), {"location": location})
 
@@ -115,24 +145,25 @@ def update_inventory(ctx: Ctx) -> Reply:
     data = shapes.obj(ctx.json(), required=("resource_provider_generation", "total"),
                       allowed=FIELDS)
     rc = ctx.params["resource_class"]
-    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc)
+    record = _record(ctx, {k: v for k, v in data.items() if k in FIELDS}, rc,
+                     view.provider_uuid)
     generation = _generation(data, view)
     if rc not in view.inventories:
         raise errors.HTTPError(400, f"No inventory record with resource class {rc} for "
                                     f"resource provider {view.provider_uuid}")
-    new = ctx.ledger.set_inventory(view.provider_uuid, rc, record, generation,
-                                   **ctx.write())
+    new = _written(ctx, view.provider_uuid, "update", lambda: ctx.ledger.set_inventory(
+        view.provider_uuid, rc, record, generation, **ctx.write()))
     return Reply(body=_one(new, rc))
 
 
 def delete_inventory(ctx: Ctx) -> Reply:
     """``DELETE .../inventories/{rc}``: 404 when absent, 409 while allocated."""
     view = found(ctx, ctx.params["uuid"])
-    rc = _class_of(ctx, view)
+    rc = _class_of(ctx, view, " for delete")
     try:
         ctx.ledger.delete_inventory(view.provider_uuid, rc, view.generation,
                                     **ctx.write())
     except InventoryInUse as err:
         raise errors.HTTPError(409, f"Unable to delete inventory of class {rc}: "
-                                    f"{err.message}", errors.CONCURRENT_UPDATE) from err
+                                    f"{errors.detail(err)}", errors.CONCURRENT_UPDATE) from err
     return Reply(204)

@@ -126,6 +126,10 @@ def show_state_at(ctx: Ctx) -> Reply:
                        "state": {k: _plain(v) for k, v in asdict(found.value).items()}})
 
 
+#: ten years: beyond it the age of a move overflows the date arithmetic
+MAX_STALE_AFTER = 10 * 365 * 24 * 3600.0
+
+
 def run_audit(ctx: Ctx) -> Reply:
     """``GET /ledger/audit[?stale_after=SECONDS]``: the audit's report and findings."""
     q = shapes.query(ctx.query, {"stale_after"})
@@ -133,6 +137,9 @@ def run_audit(ctx: Ctx) -> Reply:
         stale = float(q.get("stale_after", 3600))
     except ValueError:
         raise InvalidRequest(f"bad stale_after {q['stale_after']!r}") from None
+    if not 0 <= stale <= MAX_STALE_AFTER:  # refuses nan and inf too
+        raise InvalidRequest(f"stale_after must be 0 to {MAX_STALE_AFTER:.0f} seconds, not "
+                             f"{q['stale_after']!r}")
     return Reply(body=audit(ctx.ledger.store, stale_after=stale).to_dict())
 
 

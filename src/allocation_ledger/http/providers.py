@@ -10,6 +10,8 @@ from allocation_ledger.domain.errors import ProviderNotFound
 from allocation_ledger.http import errors, shapes
 from allocation_ledger.http.context import Ctx, Reply
 
+MAX_NAME = 200  # Placement's schema bounds a provider's name at 200 characters
+
 
 def _links(ctx: Ctx, uuid: str) -> list[dict[str, str]]:
     url = f"/resource_providers/{uuid}"
@@ -36,10 +38,11 @@ def serialize_view(ctx: Ctx, v: ProviderView) -> dict[str, Any]:
 
 
 def found(ctx: Ctx, uuid: str) -> ProviderView:
-    """The provider a path names; Placement's 404 when it does not exist."""
+    """The provider a path names; Placement's 404 when it does not exist (a malformed
+    UUID names no provider: 404 too, as Placement answers)."""
     try:
         return ctx.ledger.provider(shapes.uuid_param(uuid, "resource provider uuid"))
-    except ProviderNotFound:
+    except (ProviderNotFound, errors.HTTPError):
         raise errors.HTTPError(404, f"No resource provider with uuid {uuid} found",
                                errors.PROVIDER_NOT_FOUND) from None
 
@@ -73,7 +76,7 @@ def create_provider(ctx: Ctx) -> Reply:
     (1.20 on); 409 ``placement.duplicate_name`` for a taken name or UUID."""
     allowed = {"uuid", "parent_provider_uuid"} if ctx.at_least(1, 14) else {"uuid"}
     data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
-    name = shapes.typed(data, "name", "string")
+    name = shapes.text(data, "name", MAX_NAME, min_length=0) or ""
     uuid = shapes.typed(data, "uuid", "string") or str(uuid4())
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
     _name_is_free(ctx, name)
@@ -98,7 +101,7 @@ def update_provider(ctx: Ctx) -> Reply:
     view = found(ctx, ctx.params["uuid"])
     allowed = {"parent_provider_uuid"} if ctx.at_least(1, 14) else set()
     data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
-    name = shapes.typed(data, "name", "string")
+    name = shapes.text(data, "name", MAX_NAME, min_length=0) or ""
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
     if "parent_provider_uuid" in data and parent != view.parent_uuid:
         raise errors.HTTPError(400, "the ledger does not re-parent providers (parent of "

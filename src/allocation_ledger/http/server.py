@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.http.auth import Tokens
 
+MAX_BODY = 1024 * 1024  # as http.limits.MAX_BODY (not imported: uvicorn loads lazily)
+
 
 def parse_bind(bind: str) -> tuple[str, int]:
     """``"127.0.0.1:8778"`` -> ``("127.0.0.1", 8778)``."""
@@ -33,13 +35,16 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(url: str | None, bind: str, token_file: str | None = None,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", max_body: int = MAX_BODY) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
-    loopback address is allowed (every caller is then the anonymous admin)."""
+    loopback address is allowed (every caller is then the anonymous admin). Request bodies
+    of more than ``max_body`` bytes are refused (413), request heads of more than
+    :data:`~allocation_ledger.http.limits.MAX_HEAD` bytes answered 414 or 431."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
     from allocation_ledger.http.app import create_app
+    from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
 
     host, port = parse_bind(bind)
     tokens = Tokens.load(token_file)
@@ -47,8 +52,9 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
         raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
                              "loopback address is allowed")
     with open_ledger(url, read_side=True) as ledger:
-        uvicorn.run(create_app(ledger, tokens), host=host, port=port, log_level=log_level,
-                    access_log=False)
+        uvicorn.run(create_app(ledger, tokens, max_body), host=host, port=port,
+                    log_level=log_level, access_log=False, http=LimitedH11Protocol,
+                    h11_max_incomplete_event_size=MAX_HEAD)
 
 
 def free_port() -> int:
@@ -59,7 +65,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def spawned(url: str, token_file: str | None = None, timeout: float = 60.0) -> Iterator[int]:
+def spawned(url: str, token_file: str | None = None, timeout: float = 60.0,
+            max_body: int | None = None) -> Iterator[int]:
     """``allocation-ledger serve`` over ``url`` as a child process on a free port of
     127.0.0.1; yields the port once it accepts connections, stops it afterwards."""
     port = free_port()
@@ -67,6 +74,8 @@ def spawned(url: str, token_file: str | None = None, timeout: float = 60.0) -> I
             "raise SystemExit(main())", "serve", "--url", url, "--bind", f"127.0.0.1:{port}"]
     if token_file is not None:
         argv += ["--token-file", token_file]
+    if max_body is not None:
+        argv += ["--max-body-bytes", str(max_body)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _wait_until_up(proc, port, timeout)

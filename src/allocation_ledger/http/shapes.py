@@ -18,24 +18,28 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def invalid(detail: str) -> HTTPError:
-    """Placement's 400 for a body its schema refuses."""
-    return HTTPError(400, f"JSON does not validate: {detail}")
+def invalid(detail: str, validator: str | None = None, key: str | None = None) -> HTTPError:
+    """Placement's 400 for a body its schema refuses; ``validator`` names the JSON schema
+    keyword that refused it (of property ``key``), as jsonschema's message does (clients
+    and Placement's tests read "Failed validating 'minimum' in schema['properties']...")."""
+    where = f"['properties']['{key}']" if key else ""
+    failed = f"\n\nFailed validating '{validator}' in schema{where}" if validator else ""
+    return HTTPError(400, f"JSON does not validate: {detail}{failed}")
 
 
 def obj(data: Any, required: Collection[str] = (), allowed: Collection[str] | None = None,
         where: str = "body") -> dict[str, Any]:
     """``data`` as an object with every ``required`` key and no key outside ``allowed``."""
     if not isinstance(data, dict):
-        raise invalid(f"{where} must be an object")
+        raise invalid(f"{where} must be an object", "type")
     missing = [k for k in required if k not in data]
     if missing:
-        raise invalid(f"'{missing[0]}' is a required property of {where}")
+        raise invalid(f"'{missing[0]}' is a required property of {where}", "required")
     if allowed is not None:
         extra = sorted(k for k in data if k not in allowed and k not in required)
         if extra:
             raise invalid(f"Additional properties are not allowed ({', '.join(extra)} in "
-                          f"{where})")
+                          f"{where})", "additionalProperties")
     return data
 
 
@@ -47,8 +51,24 @@ def typed(data: Mapping[str, Any], key: str, *types: str) -> Any:
     wanted = tuple(t for name in types for t in _JSON_TYPES[name])
     if not isinstance(value, wanted) or (isinstance(value, bool) and "boolean" not in types):
         raise invalid(f"{value!r} is not of type {' or '.join(repr(t) for t in types)} "
-                      f"({key})")
+                      f"({key})", "type")
     return value
+
+
+def text(data: Mapping[str, Any], key: str, max_length: int, min_length: int = 1
+         ) -> str | None:
+    """``data[key]`` as a string of ``min_length`` to ``max_length`` characters (``None``
+    when absent), refused as Placement's schemas refuse it."""
+    value = typed(data, key, "string")
+    if value is None:
+        return None
+    if len(value) > max_length:
+        raise invalid(f"{value[:40]!r}... is too long ({key}: at most {max_length})",
+                      "maxLength")
+    if len(value) < min_length:
+        raise invalid(f"{value!r} is too short ({key}: at least {min_length})",
+                      "minLength")
+    return str(value)
 
 
 def uuid_param(value: str, what: str) -> str:
@@ -66,3 +86,15 @@ def query(ctx_query: Mapping[str, str], allowed: Collection[str]) -> Mapping[str
         raise HTTPError(400, f"Invalid query string parameters: Additional properties are "
                              f"not allowed ({', '.join(extra)})")
     return ctx_query
+
+
+def bounded(data: Mapping[str, Any], key: str, minimum: float, maximum: float) -> None:
+    """Refuse ``data[key]`` (when present) outside ``minimum``..``maximum``, in
+    jsonschema's words (Placement's tests read "0 is less than the minimum of 1")."""
+    value = data.get(key)
+    if value is None:
+        return
+    if value < minimum:
+        raise invalid(f"{value} is less than the minimum of {minimum}", "minimum", key)
+    if value > maximum:
+        raise invalid(f"{value} is greater than the maximum of {maximum}", "maximum", key)

@@ -1,0 +1,102 @@
+"""The server's hardening (issue 27, item 9): odd tokens, absurd query values, and requests
+larger than it reads are answered (401, 400, 413, 414, 431), never a 500 or a reset."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from uuid import uuid4
+
+import pytest
+
+from tests.http.server import Client, running_server
+
+MAX_BODY = 2000
+
+
+@pytest.fixture(scope="module")
+def limited_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A server over SQLite with an admin token and bodies of at most 2000 bytes."""
+    folder = tmp_path_factory.mktemp("limits")
+    tokens = folder / "tokens"
+    tokens.write_text("secret-admin nova admin\n")
+    with running_server(f"sqlite:///{folder / 'ledger.db'}", str(tokens),
+                        max_body=MAX_BODY) as port:
+        yield port
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, object]]:
+    """Send ``request`` whole on a new connection; the status and JSON body answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+@pytest.mark.parametrize("token", ["sécret", "секрет", "\u00ff" * 40])
+def test_a_token_that_is_not_ascii_is_refused_not_a_crash(limited_port: int,
+                                                          token: str) -> None:
+    client = Client(limited_port)
+    answer = client.call("GET", "/resource_providers",
+                         headers={"X-Auth-Token": token.encode("utf-8")})  # type: ignore[dict-item]
+    assert answer.status == 401, answer
+
+
+@pytest.mark.parametrize("value", ["1e300", "inf", "nan", "-1", "-inf"])
+def test_an_absurd_stale_after_is_a_bad_request(limited_port: int, value: str) -> None:
+    answer = Client(limited_port, "secret-admin").call(
+        "GET", f"/ledger/audit?stale_after={value}")
+    assert answer.status == 400, answer
+    assert "stale_after" in answer.body["errors"][0]["detail"]
+
+
+def test_a_body_beyond_the_limit_is_413_and_read_only_when_authenticated(
+        limited_port: int) -> None:
+    uuid = str(uuid4())
+    big = {"name": "n" * (MAX_BODY + 10), "uuid": uuid}
+    assert Client(limited_port).call("POST", "/resource_providers", big).status == 401
+    refused = Client(limited_port, "secret-admin").call("POST", "/resource_providers", big)
+    assert refused.status == 413, refused
+    assert str(MAX_BODY) in refused.body["errors"][0]["detail"]
+    small = {"name": f"n-{uuid}", "uuid": uuid}
+    assert Client(limited_port, "secret-admin").call(
+        "POST", "/resource_providers", small, "1.20").status == 200
+
+
+def test_a_streamed_body_beyond_the_limit_is_413(limited_port: int) -> None:
+    chunk = b"x" * 1000
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3)) + b"0\r\n\r\n"
+    status, body = _raw(limited_port, b"POST /resource_providers HTTP/1.1\r\nHost: x\r\n"
+                        b"X-Auth-Token: secret-admin\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks)
+    assert status == 413, body
+
+
+def test_a_very_long_url_is_414(limited_port: int) -> None:
+    status, body = _raw(limited_port, b"GET /resource_providers?name=" + b"a" * 1_000_000
+                        + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 414
+    assert body["errors"][0]["status"] == 414  # type: ignore[index]
+
+
+def test_huge_headers_are_431(limited_port: int) -> None:
+    status, body = _raw(limited_port, b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: "
+                        + b"b" * 200_000 + b"\r\n\r\n")
+    assert status == 431, body
+
+
+@pytest.mark.parametrize(("token", "status"), [(b"", 401), (b"X-Auth-Token: secret-admin\r\n",
+                                                           413)])
+def test_a_large_body_is_answered_not_reset(limited_port: int, token: bytes,
+                                            status: int) -> None:
+    """3 MB sent whole: the server answers without reading it and drops the rest before
+    closing, so the client reads the answer."""
+    body = b'{"name": "' + b"n" * 3_000_000 + b'"}'
+    got, _ = _raw(limited_port, b"POST /resource_providers HTTP/1.1\r\nHost: x\r\n" + token
+                  + b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                  b"Connection: close\r\n\r\n" % len(body) + body)
+    assert got == status

@@ -15,6 +15,7 @@ import pytest
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.trait import Trait
 
 BASE = {"originator_id", "originator_version", "timestamp", "request"}
 CREATED = BASE | {"originator_topic"}
@@ -30,6 +31,12 @@ EVENTS = {
     Provider.DevicesSet: BASE | {"resource_class", "device_ids", "inventory"},
     Provider.Renamed: BASE | {"name"},
     Provider.Deleted: BASE,
+    Provider.TraitsSet: BASE | {"traits"},
+    Provider.AggregatesSet: BASE | {"aggregates"},
+    Provider.AggregatesSetWithoutGeneration: BASE | {"aggregates"},
+    Trait.Created: CREATED | {"name"},
+    Trait.Deleted: BASE,
+    Trait.Recreated: BASE,
     Consumer.Created: CREATED | {"consumer_uuid", "project_id", "user_id", "consumer_type",
                                  "allocations", "devices"},
     Consumer.AllocationsClaimed: HOLDING | {"project_id", "user_id", "consumer_type"},
@@ -56,7 +63,7 @@ CONSUMER = AGGREGATE | {"uuid", "project_id", "user_id", "consumer_type", "alloc
                         "devices", "migration_uuid"}
 ATTRIBUTES = {
     Provider: AGGREGATE | {"uuid", "name", "parent_uuid", "root_uuid", "inventories", "usages",
-                           "devices", "children", "deleted"},
+                           "devices", "children", "traits", "aggregates", "deleted"},
     Consumer: CONSUMER,
     Migration: CONSUMER | {"instance_uuid", "kind", "source_root", "destination_root",
                            "old_allocations", "old_devices", "new_allocations", "new_devices",
@@ -83,7 +90,8 @@ def test_every_event_class_is_in_the_contract() -> None:
     own = {e for e in events_of(Migration) if e.__name__ not in vars(Consumer)}
     # Provider.Created is the library's default creation event; providers use Registered.
     mine = events_of(Provider) - {Provider.Created}  # type: ignore[attr-defined]
-    found = mine | events_of(Consumer) | own
+    traits = events_of(Trait)
+    found = mine | events_of(Consumer) | own | traits
     assert found == set(EVENTS)
 
 
@@ -93,4 +101,13 @@ def test_aggregate_attributes_are_what_snapshots_store() -> None:
     migration = Migration.start("m", consumer, "resize", "p", ({}, {}), (None, {}, {}), {})
     for aggregate in (provider, consumer, migration):
         assert set(vars(aggregate)) == ATTRIBUTES[type(aggregate)], type(aggregate).__name__
-        assert getattr(type(aggregate), "class_version", 1) == 1
+    # providers' snapshots gained traits and aggregates (version 2, ``upcast_v1_v2``)
+    versions = [getattr(c, "class_version", 1) for c in (Provider, Consumer, Migration)]
+    assert versions == [2, 1, 1]
+
+
+def test_a_provider_snapshot_from_before_traits_has_none() -> None:
+    provider = Provider.register("p", "host", None, {})
+    state = {k: v for k, v in vars(provider).items() if k not in {"traits", "aggregates"}}
+    Provider.upcast_v1_v2(state)
+    assert (state["traits"], state["aggregates"]) == ([], [])

@@ -28,9 +28,15 @@ from eventsourcing.domain import Aggregate
 
 from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import (
+    command_stream_id,
+    consumer_stream_id,
+    provider_stream_id,
+    trait_stream_id,
+)
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.trait import Trait
 
 
 @dataclass
@@ -120,6 +126,8 @@ class LedgerState:
         elif isinstance(aggregate, Command):
             self.commands += 1
             expected = command_stream_id(aggregate.command_id)
+        elif isinstance(aggregate, Trait):
+            expected = trait_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
@@ -141,6 +149,8 @@ class LedgerState:
 
 
 def _natural_id(aggregate: Any) -> str:
+    if isinstance(aggregate, Trait):
+        return f"trait {aggregate.name}"
     return str(aggregate.command_id if isinstance(aggregate, Command) else aggregate.uuid)
 
 
@@ -150,7 +160,10 @@ def fingerprint(aggregate: Aggregate) -> dict[str, Any]:
         return {"version": aggregate.version, "inventories": aggregate.inventories,
                 "usages": {rc: n for rc, n in aggregate.usages.items() if n},
                 "devices": aggregate.devices, "children": sorted(aggregate.children),
+                "traits": aggregate.traits, "aggregates": aggregate.aggregates,
                 "deleted": aggregate.deleted}
+    if isinstance(aggregate, Trait):
+        return {"version": aggregate.version, "deleted": aggregate.deleted}
     if isinstance(aggregate, Consumer):
         found: dict[str, Any] = {
             "version": aggregate.version, "allocations": aggregate.allocations,

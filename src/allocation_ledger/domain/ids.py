@@ -33,3 +33,12 @@ COMMAND_NAMESPACE = UUID("c6b1f0a4-2d7e-4b3a-8f5c-1e9d0a7b3c03")
 def command_stream_id(command_id: str) -> UUID:
     """The stream id of the command the caller called ``command_id`` (its one record)."""
     return uuid5(COMMAND_NAMESPACE, command_id)
+
+
+TRAIT_NAMESPACE = UUID("5d2e7a90-41c6-4b8f-a3d1-7e0f9c2b6d04")
+
+
+@lru_cache(maxsize=1 << 10)
+def trait_stream_id(name: str) -> UUID:
+    """The stream id of the custom trait called ``name`` (created anew on the same stream)."""
+    return uuid5(TRAIT_NAMESPACE, name)

@@ -31,6 +31,7 @@ from allocation_ledger.domain.errors import (
     ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
+    UnknownTraits,
 )
 from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.values import Inventory, PlainState, RequestMeta
@@ -98,6 +99,32 @@ class Provider(PlainState, Aggregate):
                     rc: {**devices.get(rc, {}), **changes} for rc, changes in self.holds.items()
                 }}
 
+    class TraitsSet(Event):
+        """The provider's traits became ``traits`` (the whole set, sorted): Placement's
+        ``PUT``/``DELETE .../traits``, which counts as a change of the provider."""
+
+        traits: list[str]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.traits = list(self.traits)
+
+    class AggregatesSet(Event):
+        """The provider's aggregates became ``aggregates`` (the whole set of aggregate
+        UUIDs, sorted), by a write that named the provider's generation (Placement 1.19 on),
+        which counts as a change of the provider."""
+
+        aggregates: list[str]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.aggregates = list(self.aggregates)
+
+    class AggregatesSetWithoutGeneration(AggregatesSet):
+        """The provider's aggregates became ``aggregates`` by a write that named no
+        generation (Placement's API before 1.19), which Placement does not count: the
+        provider's generation stays."""
+
+        counted = False
+
     class DevicesSet(Event):
         """The devices of ``resource_class`` became ``device_ids`` and the class's inventory
         became ``inventory`` (``None`` when the last device went)."""
@@ -146,6 +173,8 @@ class Provider(PlainState, Aggregate):
         self.usages: dict[str, int] = {}
         self.devices: dict[str, dict[str, str | None]] = {}
         self.children: list[str] = []
+        self.traits: list[str] = []
+        self.aggregates: list[str] = []
         self.deleted = False
 
     # -- creation -------------------------------------------------------------------------
@@ -291,6 +320,22 @@ class Provider(PlainState, Aggregate):
             request=request,
         )
 
+    def set_traits(self, traits: list[str], unknown: list[str], request: RequestMeta) -> None:
+        """Replace the provider's traits with ``traits``; :class:`UnknownTraits` when some
+        of them (``unknown``: neither standard nor an existing custom trait) do not exist.
+        Setting the same set again is a change too, as in Placement (its generation
+        advances)."""
+        if unknown:
+            raise UnknownTraits(self.uuid, sorted(unknown))
+        self.trigger_event(self.TraitsSet, traits=sorted(set(traits)), request=request)
+
+    def set_aggregates(self, aggregates: list[str], request: RequestMeta, *,
+                       counted: bool = True) -> None:
+        """Replace the provider's aggregates (UUIDs); ``counted`` false for a write that
+        names no generation (Placement before 1.19), which leaves the generation as it is."""
+        event = self.AggregatesSet if counted else self.AggregatesSetWithoutGeneration
+        self.trigger_event(event, aggregates=sorted(set(aggregates)), request=request)
+
     def rename(self, name: str, request: RequestMeta) -> None:
         """Give the provider a new name (its UUID, tree and history stay)."""
         if name == self.name:
@@ -308,3 +353,13 @@ class Provider(PlainState, Aggregate):
         self.trigger_event(self.Deleted, request=request)
         if parent is not None:
             parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)
+
+
+    #: snapshots carry ``traits`` and ``aggregates`` from version 2 on
+    class_version = 2
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A snapshot taken before providers had traits and aggregates: it had none."""
+        state.setdefault("traits", [])
+        state.setdefault("aggregates", [])

@@ -44,11 +44,15 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
     ReadModelsDiverged,
     ResourceClassNotOnProvider,
+    StandardTrait,
     StoreLost,
     StoreNotFound,
     StoreUnavailable,
     StoreUnusable,
+    TraitInUse,
+    TraitNotFound,
     UnknownPrefix,
+    UnknownTraits,
 )
 
 if TYPE_CHECKING:
@@ -85,11 +89,15 @@ __all__ = [
     "ProviderNotFound",
     "ReadModelsDiverged",
     "ResourceClassNotOnProvider",
+    "StandardTrait",
     "StoreLost",
     "StoreNotFound",
     "StoreUnavailable",
     "StoreUnusable",
+    "TraitInUse",
+    "TraitNotFound",
     "UnknownPrefix",
+    "UnknownTraits",
     "__version__",
     "open_ledger",
 ]

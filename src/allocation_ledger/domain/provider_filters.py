@@ -86,7 +86,8 @@ class ProviderFilter:
         return True
 
 
-def select(providers: Iterable[ProviderFacts], wanted: ProviderFilter) -> list[ProviderFacts]:
+def select_providers(providers: Iterable[ProviderFacts],
+                     wanted: ProviderFilter) -> list[ProviderFacts]:
     """The providers ``wanted`` keeps, in the order given."""
     listed = list(providers)
     tree_root = None

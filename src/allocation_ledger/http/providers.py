@@ -7,7 +7,7 @@ from uuid import uuid4
 
 from allocation_ledger.application.views import ProviderView
 from allocation_ledger.domain.errors import ProviderNotFound
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.http import errors, provider_filters, shapes
 from allocation_ledger.http.context import Ctx, Reply
 
 
@@ -45,24 +45,17 @@ def found(ctx: Ctx, uuid: str) -> ProviderView:
 
 
 def list_providers(ctx: Ctx) -> Reply:
-    """``GET /resource_providers``: filters ``uuid``, ``name``, ``in_tree`` (1.14); aggregates
-    (``member_of``), traits and ``resources`` are not kept by the ledger: 400."""
-    allowed = {"uuid", "name"} | ({"in_tree"} if ctx.at_least(1, 14) else set())
-    for unsupported in ("member_of", "resources", "required"):
-        if unsupported in ctx.query:
-            raise errors.HTTPError(400, f"the ledger does not filter providers by "
-                                        f"{unsupported}")
-    q = shapes.query(ctx.query, allowed)
-    rows = ctx.ledger.reads.providers()
+    """``GET /resource_providers``: filters ``uuid``, ``name``, and those of
+    :mod:`.provider_filters` (``member_of``, ``resources``, ``in_tree``, ``required``)."""
+    q = shapes.query(ctx.query, provider_filters.allowed(ctx))
+    wanted = provider_filters.parse(ctx)
+    rows = (ctx.ledger.reads.providers() if wanted is None
+            else ctx.ledger.reads.providers_matching(wanted))
     if "uuid" in q:
         uuid = shapes.uuid_param(q["uuid"], "uuid")
         rows = [r for r in rows if r.provider_uuid == uuid]
     if "name" in q:
         rows = [r for r in rows if r.name == q["name"]]
-    if "in_tree" in q:
-        tree = shapes.uuid_param(q["in_tree"], "in_tree")
-        roots = {r.root_uuid for r in rows if r.provider_uuid == tree}
-        rows = [r for r in rows if r.root_uuid in roots]
     return Reply(body={"resource_providers": [
         _serialize(ctx, r.provider_uuid, r.name, r.generation, r.parent_uuid, r.root_uuid)
         for r in rows]})

@@ -17,6 +17,7 @@ from allocation_ledger.domain.errors import ProviderGenerationConflict
 from allocation_ledger.http import errors, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
+from allocation_ledger.http.traits import cache_headers
 
 STALE = ("Resource provider's generation already changed. Please update the generation and "
          "try again.")
@@ -33,7 +34,7 @@ def _body(ctx: Ctx, view: ProviderView, listed: list[str] | None = None) -> dict
 
 def provider_aggregates(ctx: Ctx) -> Reply:
     """``GET .../aggregates``."""
-    return Reply(body=_body(ctx, found(ctx, ctx.params["uuid"])))
+    return Reply(body=_body(ctx, found(ctx, ctx.params["uuid"])), headers=cache_headers(ctx))
 
 
 def _uuids(value: Any) -> list[str]:
@@ -72,4 +73,4 @@ def set_provider_aggregates(ctx: Ctx) -> Reply:
                                         **ctx.write())
     except ProviderGenerationConflict as err:
         raise errors.HTTPError(409, STALE, errors.CONCURRENT_UPDATE) from err
-    return Reply(body=_body(ctx, new, aggregates))
+    return Reply(body=_body(ctx, new, aggregates), headers=cache_headers(ctx))

@@ -9,6 +9,7 @@ exist is a 400.
 
 from __future__ import annotations
 
+from email.utils import formatdate
 from typing import Any
 
 from allocation_ledger.application.views import ProviderView
@@ -31,8 +32,17 @@ _NAME_FORM = ("Badly formatted name parameter. Expected name query string parame
               "?name=[in|startswith]:[name1,name2|prefix]. Got: \"{}\"")
 
 
-def _location(name: str) -> dict[str, str]:
-    return {"location": f"/traits/{name}"}
+def cache_headers(ctx: Ctx) -> dict[str, str]:
+    """From 1.15 Placement marks its trait and aggregate answers (reads and writes, not
+    deletions) ``cache-control: no-cache`` with a ``last-modified`` time; the ledger keeps
+    no modification time per trait, so it is the time of the answer."""
+    if not ctx.at_least(1, 15):
+        return {}
+    return {"cache-control": "no-cache", "last-modified": formatdate(usegmt=True)}
+
+
+def _location(ctx: Ctx, name: str) -> dict[str, str]:
+    return {"location": f"/traits/{name}", **cache_headers(ctx)}
 
 
 def list_traits(ctx: Ctx) -> Reply:
@@ -55,7 +65,7 @@ def list_traits(ctx: Ctx) -> Reply:
                                         '"true" or "false"')
         associated = q["associated"].lower() == "true"
     names = ctx.ledger.traits(name_in=name_in, prefix=prefix, associated=associated)
-    return Reply(body={"traits": names})
+    return Reply(body={"traits": names}, headers=cache_headers(ctx))
 
 
 def show_trait(ctx: Ctx) -> Reply:
@@ -63,7 +73,7 @@ def show_trait(ctx: Ctx) -> Reply:
     name = ctx.params["name"]
     if not ctx.ledger.trait_exists(name):
         raise errors.HTTPError(404, f"No such trait(s): {name}.")
-    return Reply(204)
+    return Reply(204, None, cache_headers(ctx))
 
 
 def put_trait(ctx: Ctx) -> Reply:
@@ -72,7 +82,7 @@ def put_trait(ctx: Ctx) -> Reply:
     if not trait_rules.is_custom_name(name):
         raise errors.HTTPError(400, trait_rules.INVALID_CUSTOM)
     created = ctx.ledger.create_trait(name, **ctx.write())
-    return Reply(201 if created else 204, None, _location(name))
+    return Reply(201 if created else 204, None, _location(ctx, name))
 
 
 def delete_trait(ctx: Ctx) -> Reply:
@@ -95,7 +105,8 @@ def _provider_traits(view: ProviderView) -> dict[str, Any]:
 
 def provider_traits(ctx: Ctx) -> Reply:
     """``GET /resource_providers/{uuid}/traits``."""
-    return Reply(body=_provider_traits(found(ctx, ctx.params["uuid"])))
+    return Reply(body=_provider_traits(found(ctx, ctx.params["uuid"])),
+                 headers=cache_headers(ctx))
 
 
 def set_provider_traits(ctx: Ctx) -> Reply:
@@ -118,7 +129,7 @@ def set_provider_traits(ctx: Ctx) -> Reply:
         raise errors.HTTPError(400, f"No such trait {', '.join(err.names)}") from err
     except ProviderGenerationConflict as err:
         raise errors.HTTPError(409, STALE, errors.CONCURRENT_UPDATE) from err
-    return Reply(body=_provider_traits(new))
+    return Reply(body=_provider_traits(new), headers=cache_headers(ctx))
 
 
 def delete_provider_traits(ctx: Ctx) -> Reply:

@@ -24,6 +24,7 @@ from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import MigrationNotFound, NotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id, trait_stream_id
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.trait import Trait
 
 #: How many streams' names the ledger export keeps (a stream named again after that many
 #: others has its first event read again).
@@ -175,6 +176,8 @@ def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:
         return "provider_uuid", str(first.provider_uuid)
     if first is not None and hasattr(first, "consumer_uuid"):
         return "consumer_uuid", str(first.consumer_uuid)
+    if isinstance(first, Trait.Created):
+        return "trait", first.name
     return "unknown", str(stream)
 
 

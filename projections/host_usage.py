@@ -101,6 +101,24 @@ def _allocations_changed(event: Provider.AllocationsChanged, rows: RowGroups) ->
     ])
 
 
+@handle.register(Provider.ParentChanged)
+def _parent_changed(event: Provider.ParentChanged, rows: RowGroups) -> None:
+    _moved(_advanced(event, rows), rows, event.parent_uuid, event.root_uuid)
+
+
+@handle.register(Provider.RootChanged)
+def _root_changed(event: Provider.RootChanged, rows: RowGroups) -> None:
+    provider = _advanced(event, rows)
+    _moved(provider, rows, provider["parent_uuid"], event.root_uuid)
+
+
+def _moved(provider: Row, rows: RowGroups, parent_uuid: str | None, root_uuid: str) -> None:
+    """A provider's place in the trees changed: its row and its usage rows follow."""
+    uuid = provider["provider_uuid"]
+    rows.put(PROVIDERS, uuid, [{**provider, "parent_uuid": parent_uuid, "root_uuid": root_uuid}])
+    rows.put(USAGE, uuid, [{**r, "root_uuid": root_uuid} for r in rows.rows(USAGE, uuid)])
+
+
 @handle.register(Provider.TraitsSet)
 def _traits_set(event: Provider.TraitsSet, rows: RowGroups) -> None:
     uuid = _advanced(event, rows)["provider_uuid"]

@@ -68,3 +68,22 @@ def test_the_listing_filters_read_the_read_models(tmp_path: Path) -> None:
         assert uuids(in_tree=str(uuid.uuid4())) == set()
         assert reads.provider_traits() == {keep: ["CUSTOM_GOLD"], child: ["CUSTOM_GOLD"]}
         assert reads.provider_aggregates() == {keep: [agg2]}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_moved_subtree_moves_in_the_read_models(kind: str, tmp_path: Path) -> None:
+    with store_url(kind, tmp_path) as url, open_ledger(url) as ledger:
+        read = ReadModels.of(ledger)
+        host, other = a_host(ledger), a_host(ledger)
+        numa = a_host(ledger, parent=host, vcpu=8)
+        gpu = a_host(ledger, parent=numa, vcpu=None, memory_mb=None, VGPU={"total": 2})
+        read.resume()
+        ledger.set_parent(numa, other, ledger.provider(numa).generation)
+        read.resume(batch_size=1)
+        assert stored(read.engine) == folded(ledger)
+        usage_roots = {(r[0], r[2]) for r in stored(read.engine)["proj_host_usage"]}
+        assert {(numa, other), (gpu, other)} <= usage_roots
+        ledger.set_parent(numa, None, ledger.provider(numa).generation)
+        read.rebuild()
+        assert stored(read.engine) == folded(ledger)
+        read.close()

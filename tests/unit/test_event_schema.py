@@ -32,6 +32,8 @@ EVENTS = {
     Provider.Renamed: BASE | {"name"},
     Provider.Deleted: BASE,
     Provider.TraitsSet: BASE | {"traits"},
+    Provider.ParentChanged: BASE | {"parent_uuid", "root_uuid"},
+    Provider.RootChanged: BASE | {"root_uuid"},
     Provider.AggregatesSet: BASE | {"aggregates"},
     Provider.AggregatesSetWithoutGeneration: BASE | {"aggregates"},
     Trait.Created: CREATED | {"name"},

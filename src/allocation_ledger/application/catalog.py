@@ -65,13 +65,21 @@ def providers(store: EventStore) -> dict[str, ProviderEntry]:
     """Every provider registered and not deleted, in order of registration."""
     decode = Decoder(store.mapper)
     registered = get_topic(Provider.Registered)
+    moved = {get_topic(Provider.ParentChanged), get_topic(Provider.RootChanged)}
     found: dict[UUID | str, ProviderEntry] = {}
-    for n in _by_topic(store, (Provider.Registered, Provider.Deleted)):
+    for n in _by_topic(store, (Provider.Registered, Provider.Deleted, Provider.ParentChanged,
+                               Provider.RootChanged)):
         stream = n.originator_id  # a UUID from every recorder: no conversion per row
         if n.topic == registered:
             event: Any = decode(n)
             found[stream] = ProviderEntry(event.provider_uuid, event.name, event.parent_uuid,
                                           event.root_uuid)
+        elif n.topic in moved:
+            if stream in found:
+                event = decode(n)
+                was = found[stream]
+                parent = getattr(event, "parent_uuid", was.parent_uuid)
+                found[stream] = ProviderEntry(was.uuid, was.name, parent, event.root_uuid)
         else:
             found.pop(stream, None)
     return {entry.uuid: entry for entry in found.values()}

@@ -317,6 +317,15 @@ class ProviderAggregatesIn(Model):
     expected_generation: Generation | None
 
 
+class ParentIn(Model):
+    """Move a provider under another (``parent_uuid``) or make it a root (``None``)."""
+
+    provider_uuid: Uuid
+    parent_uuid: Uuid | None
+    expected_generation: Generation
+    reparenting: Annotated[bool, Strict()] = True
+
+
 class TraitsQueryIn(Model):
     """A listing of traits: by names, by prefix, held by some provider or by none."""
 

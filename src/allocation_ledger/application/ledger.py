@@ -38,6 +38,7 @@ from allocation_ledger.application.inputs import (
     DevicesSetIn,
     InventoriesIn,
     MoveIn,
+    ParentIn,
     ProviderAggregatesIn,
     ProviderIn,
     ProviderTraitsIn,
@@ -304,6 +305,25 @@ class Ledger:
                     expected_generation=expected_generation)
         it = intent("rename_provider", command_id, request, cmd)
         return self._handle(it, providers.rename, cmd, _provider(cmd.provider_uuid))
+
+    def set_parent(
+        self,
+        provider_uuid: str,
+        parent_uuid: str | None,
+        expected_generation: int,
+        *,
+        reparenting: bool = True,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Move a provider under ``parent_uuid``, or make it a root (``None``), with every
+        provider below it (Placement's ``PUT /resource_providers/{uuid}`` with
+        ``parent_provider_uuid``). ``reparenting=False`` allows only a root to take a parent
+        (Placement before 1.37). A loop is refused; the generation stays, as Placement's."""
+        cmd = parse(ParentIn, provider_uuid=provider_uuid, parent_uuid=parent_uuid,
+                    expected_generation=expected_generation, reparenting=reparenting)
+        it = intent("set_parent", command_id, request, cmd)
+        return self._handle(it, providers.set_parent, cmd, _provider(cmd.provider_uuid))
 
     def delete_provider(
         self,

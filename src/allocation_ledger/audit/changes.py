@@ -95,6 +95,14 @@ def _provider(event: Any, before: Any) -> Changes:
         return {"name": [before.name if before is not None else None, event.name]}
     if isinstance(event, Provider.ChildAttached | Provider.ChildDetached):
         return {"child_uuid": event.child_uuid}
+    if isinstance(event, Provider.ParentChanged):
+        return {"parent_uuid": [before.parent_uuid if before is not None else None,
+                                event.parent_uuid],
+                "root_uuid": [before.root_uuid if before is not None else None,
+                              event.root_uuid]}
+    if isinstance(event, Provider.RootChanged):
+        return {"root_uuid": [before.root_uuid if before is not None else None,
+                              event.root_uuid]}
     if isinstance(event, Provider.TraitsSet):
         return _set_change("traits", before.traits if before is not None else [], event.traits)
     if isinstance(event, Provider.AggregatesSet):
@@ -130,6 +138,10 @@ def summary(event: Any, found: Changes) -> str:
         parts += [f"{what} -{n}" for n in found.get(f"{what}_removed", [])]
         if what in found and not found[what]:
             parts.append(f"{what} cleared")
+    for key in ("parent_uuid", "root_uuid"):
+        if isinstance(found.get(key), list):
+            old, new = found[key]
+            parts.append(f"{key.removesuffix('_uuid')} {old or '-'} -> {new or '-'}")
     if "trait" in found:
         parts.append(f"trait {found['trait']} {'created' if found['created'] else 'deleted'}")
     return f"{name}: {', '.join(parts)}" if parts else name

@@ -125,6 +125,30 @@ class Provider(PlainState, Aggregate):
 
         counted = False
 
+    class ParentChanged(Event):
+        """The provider was moved under ``parent_uuid`` (``None``: it became a root), into
+        the tree of ``root_uuid``; Placement keeps the generation (1.37's re-parenting)."""
+
+        counted = False
+
+        parent_uuid: str | None
+        root_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.parent_uuid = self.parent_uuid
+            aggregate.root_uuid = self.root_uuid
+
+    class RootChanged(Event):
+        """An ancestor of the provider was moved: its tree's root became ``root_uuid``
+        (not a change of its own: the generation stays)."""
+
+        counted = False
+
+        root_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.root_uuid = self.root_uuid
+
     class DevicesSet(Event):
         """The devices of ``resource_class`` became ``device_ids`` and the class's inventory
         became ``inventory`` (``None`` when the last device went)."""
@@ -335,6 +359,39 @@ class Provider(PlainState, Aggregate):
         names no generation (Placement before 1.19), which leaves the generation as it is."""
         event = self.AggregatesSet if counted else self.AggregatesSetWithoutGeneration
         self.trigger_event(event, aggregates=sorted(set(aggregates)), request=request)
+
+    def move_under(self, parent: Provider | None, old_parent: Provider | None,
+                   descendants: list[Provider], request: RequestMeta, *,
+                   reparenting: bool = True) -> None:
+        """Give the provider a new parent (``None``: make it a root), its old and new
+        parents and every provider below it following (their root changes with it).
+
+        Placement's rules: a root may be put under a parent at any version; moving a
+        child to another parent, or making it a root, needs ``reparenting`` (1.37); a
+        provider cannot go under itself or under one of its descendants (a loop).
+        """
+        new_uuid = parent.uuid if parent is not None else None
+        if new_uuid == self.parent_uuid:
+            return
+        if self.parent_uuid is not None and not reparenting:
+            doing = "re-parenting" if parent is not None else "un-parenting"
+            raise InvalidRequest(f"{doing} a provider is not currently allowed.",
+                                 provider_uuid=self.uuid, parent_uuid=new_uuid)
+        below = {self.uuid, *(d.uuid for d in descendants)}
+        if new_uuid in below:
+            raise InvalidRequest("creating loop in the provider tree is not allowed.",
+                                 provider_uuid=self.uuid, parent_uuid=new_uuid)
+        root = parent.root_uuid if parent is not None else self.uuid
+        self.trigger_event(self.ParentChanged, parent_uuid=new_uuid, root_uuid=root,
+                           request=request)
+        if old_parent is not None:
+            old_parent.trigger_event(self.ChildDetached, child_uuid=self.uuid,
+                                     request=request)
+        if parent is not None:
+            parent.trigger_event(self.ChildAttached, child_uuid=self.uuid, request=request)
+        for below_it in descendants:
+            if below_it.root_uuid != root:
+                below_it.trigger_event(self.RootChanged, root_uuid=root, request=request)
 
     def rename(self, name: str, request: RequestMeta) -> None:
         """Give the provider a new name (its UUID, tree and history stay)."""

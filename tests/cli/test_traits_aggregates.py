@@ -109,3 +109,18 @@ def test_state_at_shows_traits_and_aggregates(
     found = shown.get("provider", shown)
     text = json.dumps(found)
     assert AVX2 in text and agg in text
+
+
+def test_show_provider_shows_traits_and_aggregates(
+        ledger: Ledger, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    host = a_host(ledger)
+    agg = new_id()
+    view = ledger.set_traits(host, [AVX2], ledger.provider(host).generation)
+    ledger.set_aggregates(host, [agg], view.generation)
+    code, out, err = run(capsys, "show", "provider", host, "--url", url)
+    assert code == 0, err
+    assert f"traits       {AVX2}" in out and f"aggregates   {agg}" in out
+    code, out, err = run(capsys, "show", "provider", host, "--url", url, "--json")
+    shown = json.loads(out)
+    tree = shown.get(host) or next(iter(shown.values()))
+    assert json.dumps(shown).count(AVX2) == 1 and agg in json.dumps(tree)

@@ -54,7 +54,7 @@ def test_openstacksdk_traits_and_aggregates(server_port: int) -> None:
     host = placement.create_resource_provider(name=f"sdk-traits-{tag}")
     agg = str(uuid4())
     placement.set_resource_provider_aggregates(host, agg)
-    assert placement.get_resource_provider_aggregates(host).aggregates == [agg]
+    assert placement.fetch_resource_provider_aggregates(host).aggregates == [agg]
     placement.delete_trait(trait)
     with pytest.raises(openstack.exceptions.NotFoundException):
         placement.get_trait(trait)

@@ -410,8 +410,11 @@ class Ledger:
         ``name_in``, starting with ``prefix``, and with ``associated`` those some provider
         has (``True``) or none has (``False``): Placement's ``GET /traits``."""
         query = parse(TraitsQueryIn, name_in=name_in, prefix=prefix, associated=associated)
-        names = [*trait_rules.standard_traits(),
-                 *guarded_read(lambda: catalog.custom_traits(self.store))]
+        if query.name_in is not None:  # Nova's question: each named one looked up, no scan
+            names = [n for n in dict.fromkeys(query.name_in) if self.trait_exists(n)]
+        else:
+            names = [*trait_rules.standard_traits(),
+                     *guarded_read(lambda: catalog.custom_traits(self.store))]
         held: set[str] = set()
         if query.associated is not None:
             for found in guarded_read(lambda: catalog.provider_traits(self.store)).values():

@@ -2,7 +2,9 @@
 
 One row per provider (``proj_providers``: name, parent, root, generation, deleted) and one
 per provider and class with inventory (``proj_host_usage``: the inventory, ``used``, and
-``capacity``, ``free``, ``over_capacity`` computed by the domain's own rule). Roll-ups per
+``capacity``, ``free``, ``over_capacity`` computed by the domain's own rule); one per
+provider and trait (``proj_provider_traits``) and per provider and aggregate
+(``proj_provider_aggregates``). Roll-ups per
 root tree are queries (:mod:`.queries`). A deleted provider keeps its tree row,
 marked deleted, and loses its usage rows.
 """
@@ -21,6 +23,8 @@ from allocation_ledger.projections.row_groups import GroupTable, Row, RowGroups
 
 PROVIDERS = GroupTable(tables.providers, "provider_uuid")
 USAGE = GroupTable(tables.host_usage, "provider_uuid")
+TRAITS = GroupTable(tables.provider_traits, "provider_uuid")
+AGGREGATES = GroupTable(tables.provider_aggregates, "provider_uuid")
 
 
 @singledispatch
@@ -106,11 +110,44 @@ def _allocations_changed(event: Provider.AllocationsChanged, rows: RowGroups) ->
     ])
 
 
+@handle.register(Provider.ParentChanged)
+def _parent_changed(event: Provider.ParentChanged, rows: RowGroups) -> None:
+    _moved(_advanced(event, rows), rows, event.parent_uuid, event.root_uuid)
+
+
+@handle.register(Provider.RootChanged)
+def _root_changed(event: Provider.RootChanged, rows: RowGroups) -> None:
+    provider = _advanced(event, rows)
+    _moved(provider, rows, provider["parent_uuid"], event.root_uuid)
+
+
+def _moved(provider: Row, rows: RowGroups, parent_uuid: str | None, root_uuid: str) -> None:
+    """A provider's place in the trees changed: its row and its usage rows follow."""
+    uuid = provider["provider_uuid"]
+    rows.put(PROVIDERS, uuid, [{**provider, "parent_uuid": parent_uuid, "root_uuid": root_uuid}])
+    rows.put(USAGE, uuid, [{**r, "root_uuid": root_uuid} for r in rows.rows(USAGE, uuid)])
+
+
+@handle.register(Provider.TraitsSet)
+def _traits_set(event: Provider.TraitsSet, rows: RowGroups) -> None:
+    uuid = _advanced(event, rows)["provider_uuid"]
+    rows.put(TRAITS, uuid, [{"provider_uuid": uuid, "trait": t} for t in event.traits])
+
+
+@handle.register(Provider.AggregatesSet)
+def _aggregates_set(event: Provider.AggregatesSet, rows: RowGroups) -> None:
+    uuid = _advanced(event, rows)["provider_uuid"]
+    rows.put(AGGREGATES, uuid, [{"provider_uuid": uuid, "aggregate_uuid": a}
+                                for a in event.aggregates])
+
+
 @handle.register(Provider.Deleted)
 def _deleted(event: Provider.Deleted, rows: RowGroups) -> None:
     provider = _advanced(event, rows)
     rows.put(PROVIDERS, provider["provider_uuid"], [{**provider, "deleted": True}])
     rows.put(USAGE, provider["provider_uuid"], [])
+    rows.put(TRAITS, provider["provider_uuid"], [])
+    rows.put(AGGREGATES, provider["provider_uuid"], [])
 
 
 def usage_row(provider: Row, resource_class: str, inventory: dict[str, Any], used: int) -> Row:
@@ -140,4 +177,4 @@ def _used(rows: RowGroups, provider: Row) -> dict[str, int]:
     return {r["resource_class"]: r["used"] for r in rows.rows(USAGE, provider["provider_uuid"])}
 
 
-HOST_USAGE = Projection("host_usage", (PROVIDERS, USAGE), handle)
+HOST_USAGE = Projection("host_usage", (PROVIDERS, USAGE, TRAITS, AGGREGATES), handle)

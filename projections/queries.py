@@ -13,6 +13,13 @@ from typing import Any
 from sqlalchemy import Engine, Integer, cast, column, func, select, table
 
 from allocation_ledger.domain.migration import IN_PROGRESS, started_by
+from allocation_ledger.domain.provider_filters import (
+    ProviderFacts,
+    ProviderFilter,
+    Room,
+    select_providers,
+)
+from allocation_ledger.domain.values import Inventory
 from allocation_ledger.projections import tables
 
 _usage, _providers, _migrations = tables.host_usage.c, tables.providers.c, tables.migrations.c
@@ -186,6 +193,63 @@ def providers(engine: Engine) -> list[ProviderRow]:
              .where(_providers.deleted.is_(False)).order_by(_providers.provider_uuid))
     with engine.connect() as conn:
         return [ProviderRow(*row) for row in conn.execute(query)]
+
+
+def providers_matching(engine: Engine, wanted: ProviderFilter) -> list[ProviderRow]:
+    """The live providers ``wanted`` keeps (Placement's ``GET /resource_providers``
+    filters), by UUID. Only the tables a filter needs are read."""
+    rows = providers(engine)
+    traits: dict[str, set[str]] = {}
+    aggregates: dict[str, set[str]] = {}
+    rooms: dict[str, dict[str, Room]] = {}
+    t, g, u = tables.provider_traits.c, tables.provider_aggregates.c, _usage
+    with engine.connect() as conn:
+        if wanted.required or wanted.forbidden:
+            for uuid, trait in conn.execute(select(t.provider_uuid, t.trait)):
+                traits.setdefault(uuid, set()).add(trait)
+        if wanted.member_of or wanted.not_member_of:
+            for uuid, aggregate in conn.execute(select(g.provider_uuid, g.aggregate_uuid)):
+                aggregates.setdefault(uuid, set()).add(aggregate)
+        if wanted.resources:
+            query = select(u.provider_uuid, u.resource_class, u.total, u.reserved, u.min_unit,
+                           u.max_unit, u.step_size, u.allocation_ratio, u.used).where(
+                u.resource_class.in_(sorted(wanted.resources)))
+            for uuid, rc, *inventory, used in conn.execute(query):
+                rooms.setdefault(uuid, {})[rc] = Room(Inventory(*inventory), used)
+    facts = [ProviderFacts(r.provider_uuid, r.root_uuid,
+                           frozenset(traits.get(r.provider_uuid, ())),
+                           frozenset(aggregates.get(r.provider_uuid, ())),
+                           rooms.get(r.provider_uuid, {})) for r in rows]
+    kept = {f.uuid for f in select_providers(facts, wanted)}
+    return [r for r in rows if r.provider_uuid in kept]
+
+
+def provider_traits(engine: Engine, provider_uuid: str | None = None) -> dict[str, list[str]]:
+    """Every live provider's traits (or one provider's), by provider UUID, sorted."""
+    t = tables.provider_traits.c
+    query = select(t.provider_uuid, t.trait).order_by(t.provider_uuid, t.trait)
+    if provider_uuid is not None:
+        query = query.where(t.provider_uuid == provider_uuid)
+    found: dict[str, list[str]] = {}
+    with engine.connect() as conn:
+        for uuid, trait in conn.execute(query):
+            found.setdefault(uuid, []).append(trait)
+    return found
+
+
+def provider_aggregates(engine: Engine, provider_uuid: str | None = None
+                        ) -> dict[str, list[str]]:
+    """Every live provider's aggregates (or one provider's), by provider UUID, sorted."""
+    g = tables.provider_aggregates.c
+    query = select(g.provider_uuid, g.aggregate_uuid).order_by(g.provider_uuid,
+                                                                g.aggregate_uuid)
+    if provider_uuid is not None:
+        query = query.where(g.provider_uuid == provider_uuid)
+    found: dict[str, list[str]] = {}
+    with engine.connect() as conn:
+        for uuid, aggregate in conn.execute(query):
+            found.setdefault(uuid, []).append(aggregate)
+    return found
 
 
 def holdings_on(engine: Engine, provider_uuid: str) -> list[Holding]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from allocation_ledger.application.inputs import AgeIn, FreeCapacityIn, canonical_uuid, parse
+from allocation_ledger.domain.provider_filters import ProviderFilter
 from allocation_ledger.projections import queries
 from allocation_ledger.projections.readmodels import ReadModels
 
@@ -60,6 +61,18 @@ class ProjectedReadSide:
     def providers(self) -> Sequence[queries.ProviderRow]:
         """Every live provider: name, parent, root, generation."""
         return queries.providers(self._engine())
+
+    def providers_matching(self, wanted: ProviderFilter) -> Sequence[queries.ProviderRow]:
+        """The live providers a listing's filters keep (traits, aggregates, tree, room)."""
+        return queries.providers_matching(self._engine(), wanted)
+
+    def provider_traits(self) -> dict[str, list[str]]:
+        """Every live provider's traits, by provider UUID."""
+        return queries.provider_traits(self._engine())
+
+    def provider_aggregates(self) -> dict[str, list[str]]:
+        """Every live provider's aggregates, by provider UUID."""
+        return queries.provider_aggregates(self._engine())
 
     def holdings_on(self, provider_uuid: str) -> Sequence[queries.Holding]:
         """Every consumer's allocations on one provider."""

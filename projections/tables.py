@@ -8,7 +8,9 @@ projection, always together with that projection's row in ``proj_tracking``.
 - ``proj_tracking``: each projection's position (the last ledger notification id it shows).
 - ``proj_streams``: each projection's map from event stream id to the provider, consumer or
   migration UUID the stream belongs to (events after the first carry only the stream id).
-- host usage: ``proj_providers`` (the tree) and ``proj_host_usage`` (per provider and class).
+- host usage: ``proj_providers`` (the tree), ``proj_host_usage`` (per provider and class),
+  ``proj_provider_traits`` and ``proj_provider_aggregates`` (what the provider-list filters
+  look at).
 - consumer allocations: ``proj_consumers`` and ``proj_allocations``.
 - device assignments: ``proj_device_holders`` (who holds each device now) and
   ``proj_migration_devices`` (the old and new devices of every in-flight migration); the view
@@ -103,6 +105,18 @@ host_usage = Table(
     Column("capacity", BigInteger, nullable=False),
     Column("free", BigInteger, nullable=False),
     Column("over_capacity", Boolean, nullable=False),
+)
+
+provider_traits = Table(
+    "proj_provider_traits", metadata,
+    Column("provider_uuid", String, primary_key=True),
+    Column("trait", String, primary_key=True, index=True),
+)
+
+provider_aggregates = Table(
+    "proj_provider_aggregates", metadata,
+    Column("provider_uuid", String, primary_key=True),
+    Column("aggregate_uuid", String, primary_key=True, index=True),
 )
 
 consumers = Table(

@@ -85,3 +85,39 @@ def test_osc_placement_manages_a_tree_its_inventory_and_allocations(server_port:
     assert osc.run("resource", "provider", "delete", numa["uuid"]).returncode == 0
     assert osc.run("resource", "provider", "delete", host["uuid"]).returncode == 0
     assert osc.json("resource", "provider", "list", "--name", f"host-{tag}") == []
+
+
+def test_osc_placement_manages_traits_aggregates_and_filters(server_port: int) -> None:
+    osc = Openstack(server_port)
+    tag = uuid4().hex[:8].upper()
+    trait = f"CUSTOM_OSC_{tag}"
+    assert osc.run("trait", "create", trait).returncode == 0
+    assert osc.json("trait", "show", trait)["name"] == trait
+    assert trait in [t["name"] for t in osc.json("trait", "list", "--name",
+                                                 f"startswith:CUSTOM_OSC_{tag}")]
+    host = osc.json("resource", "provider", "create", f"host-{tag}")
+    other = osc.json("resource", "provider", "create", f"other-{tag}")
+    traits = osc.json("resource", "provider", "trait", "set", host["uuid"], "--trait", trait,
+                      "--trait", "HW_CPU_X86_AVX2")
+    assert sorted(t["name"] for t in traits) == sorted([trait, "HW_CPU_X86_AVX2"])
+    assert sorted(t["name"] for t in osc.json("resource", "provider", "trait", "list",
+                                              host["uuid"])) == sorted([trait, "HW_CPU_X86_AVX2"])
+    refused = osc.run("trait", "delete", trait)
+    assert refused.returncode != 0 and "in use" in refused.stderr
+
+    agg = str(uuid4())
+    generation = osc.json("resource", "provider", "show", host["uuid"])["generation"]
+    aggregates = osc.json("resource", "provider", "aggregate", "set", host["uuid"],
+                          "--aggregate", agg, "--generation", str(generation))
+    assert [a["uuid"] for a in aggregates] == [agg]
+    assert [a["uuid"] for a in osc.json("resource", "provider", "aggregate", "list",
+                                        other["uuid"])] == []
+
+    listed = osc.json("resource", "provider", "list", "--required", trait, "--member-of", agg)
+    assert [p["uuid"] for p in listed] == [host["uuid"]]
+    forbidden = osc.json("resource", "provider", "list", "--forbidden", trait,
+                         "--name", f"other-{tag}")
+    assert [p["uuid"] for p in forbidden] == [other["uuid"]]
+
+    assert osc.run("resource", "provider", "trait", "delete", host["uuid"]).returncode == 0
+    assert osc.run("trait", "delete", trait).returncode == 0

@@ -38,3 +38,23 @@ def test_openstacksdk_placement_proxy(server_port: int) -> None:
     placement.delete_resource_provider(numa)
     assert [p.name for p in placement.resource_providers(in_tree=host.id)] == [
         f"sdk-host-{tag}"]
+
+
+def test_openstacksdk_traits_and_aggregates(server_port: int) -> None:
+    conn = openstack.connection.Connection(
+        auth_type="none", auth={"endpoint": f"http://127.0.0.1:{server_port}"},
+        placement_api_version="1.39")
+    placement = conn.placement
+    tag = uuid4().hex[:8].upper()
+    trait = f"CUSTOM_SDK_{tag}"
+    placement.create_trait(trait)
+    assert placement.get_trait(trait).id == trait  # 204: the name is the id it asked for
+    names = {t.name for t in placement.traits()}
+    assert trait in names and "HW_CPU_X86_AVX2" in names
+    host = placement.create_resource_provider(name=f"sdk-traits-{tag}")
+    agg = str(uuid4())
+    placement.set_resource_provider_aggregates(host, agg)
+    assert placement.fetch_resource_provider_aggregates(host).aggregates == [agg]
+    placement.delete_trait(trait)
+    with pytest.raises(openstack.exceptions.NotFoundException):
+        placement.get_trait(trait)

@@ -158,7 +158,8 @@ CASES: list[tuple[str, str, str, str | None, Any, int, str | None]] = [
     ("bad class name", "GET", "/resource_classes/GOLD", "1.2", None, 404, UNDEFINED),
     ("create non-custom class", "PUT", "/resource_classes/GOLD", "1.7", None, 400, UNDEFINED),
     ("delete standard class", "DELETE", "/resource_classes/VCPU", "1.2", None, 400, UNDEFINED),
-    ("provider filter by aggregate", "GET", P + "?member_of={host}", "1.3", None, 400,
+    ("provider filter by aggregate", "GET", P + "?member_of={host}", "1.3", None, 200, None),
+    ("provider filter by bad aggregate", "GET", P + "?member_of=x", "1.3", None, 400,
      UNDEFINED),
     ("provider filter unknown", "GET", P + "?colour=red", None, None, 400, UNDEFINED),
 ]

@@ -23,7 +23,8 @@ from tests.invariants import current_aggregates
 
 Rows = dict[str, list[tuple[Any, ...]]]
 READ_MODELS = [tables.providers, tables.host_usage, tables.consumers, tables.allocations,
-               tables.device_holders, tables.migrations, tables.migration_devices]
+               tables.device_holders, tables.migrations, tables.migration_devices,
+               tables.provider_traits, tables.provider_aggregates]
 JSON_COLUMNS = {"old_allocations", "old_devices", "new_allocations", "new_devices"}
 
 
@@ -69,6 +70,8 @@ def _provider_rows(found: Rows, p: Provider) -> None:
     for rc, devices in p.devices.items():
         for device, holder in devices.items():
             found["proj_device_holders"].append((p.uuid, rc, device, holder))
+    found["proj_provider_traits"] += [(p.uuid, t) for t in p.traits]
+    found["proj_provider_aggregates"] += [(p.uuid, a) for a in p.aggregates]
 
 
 def _consumer_rows(found: Rows, c: Consumer) -> None:

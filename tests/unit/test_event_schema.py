@@ -16,6 +16,7 @@ from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
+from allocation_ledger.domain.trait import Trait
 
 BASE = {"originator_id", "originator_version", "timestamp", "request"}
 CREATED = BASE | {"originator_topic"}
@@ -32,6 +33,14 @@ EVENTS = {
     Provider.DevicesSet: BASE | {"resource_class", "device_ids", "inventory"},
     Provider.Renamed: BASE | {"name"},
     Provider.Deleted: BASE,
+    Provider.TraitsSet: BASE | {"traits"},
+    Provider.ParentChanged: BASE | {"parent_uuid", "root_uuid"},
+    Provider.RootChanged: BASE | {"root_uuid"},
+    Provider.AggregatesSet: BASE | {"aggregates"},
+    Provider.AggregatesSetWithoutGeneration: BASE | {"aggregates"},
+    Trait.Created: CREATED | {"name"},
+    Trait.Deleted: BASE,
+    Trait.Recreated: BASE,
     Consumer.Created: CREATED | {"consumer_uuid", "project_id", "user_id", "consumer_type",
                                  "allocations", "devices"},
     Consumer.AllocationsClaimed: HOLDING | {"project_id", "user_id", "consumer_type"},
@@ -61,7 +70,8 @@ CONSUMER = AGGREGATE | {"uuid", "project_id", "user_id", "consumer_type", "alloc
                         "devices", "migration_uuid"}
 ATTRIBUTES = {
     Provider: AGGREGATE | {"uuid", "name", "parent_uuid", "root_uuid", "inventories", "usages",
-                           "devices", "children", "deleted", "uncounted"},
+                           "devices", "children", "traits", "aggregates", "deleted",
+                           "uncounted"},
     Consumer: CONSUMER,
     Migration: CONSUMER | {"instance_uuid", "kind", "source_root", "destination_root",
                            "old_allocations", "old_devices", "new_allocations", "new_devices",
@@ -92,7 +102,7 @@ def test_every_event_class_is_in_the_contract() -> None:
     # Provider.Created is the library's default creation event; providers use Registered.
     mine = events_of(Provider) - {Provider.Created}  # type: ignore[attr-defined]
     names = events_of(ProviderName) - {ProviderName.Created}  # type: ignore[attr-defined]
-    found = mine | events_of(Consumer) | own | names
+    found = mine | events_of(Consumer) | own | names | events_of(Trait)
     assert found == set(EVENTS)
 
 
@@ -122,3 +132,10 @@ def test_a_provider_snapshot_from_before_placements_numbering_reads_its_generati
                             topic="allocation_ledger.domain.provider:Provider", state=state)
     restored = old.mutate(None)
     assert (restored.version, restored.generation) == (3, provider.generation) == (3, 1)
+
+
+def test_a_provider_snapshot_from_before_traits_has_none() -> None:
+    provider = Provider.register("p", "host", None, {})
+    state = {k: v for k, v in vars(provider).items() if k not in {"traits", "aggregates"}}
+    Provider.upcast_v1_v2(state)
+    assert (state["traits"], state["aggregates"]) == ([], [])

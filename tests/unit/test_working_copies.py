@@ -46,6 +46,14 @@ SAMPLES: dict[type[Any], Callable[[Provider], None]] = {
         [VM], {"VCPU": 4, "VGPU": 2}, {"VGPU": {"g0": None, "g1": VM}}, REQUEST),
     Provider.DevicesSet: lambda p: p.set_devices("VGPU", ["g0", "g1", "g2"], REQUEST),
     Provider.Renamed: lambda p: p.rename("renamed", REQUEST),
+    Provider.ParentChanged: lambda p: p.trigger_event(
+        Provider.ParentChanged, parent_uuid=OTHER, root_uuid=OTHER, request=REQUEST),
+    Provider.RootChanged: lambda p: p.trigger_event(
+        Provider.RootChanged, root_uuid=OTHER, request=REQUEST),
+    Provider.TraitsSet: lambda p: p.set_traits(["HW_CPU_X86_AVX2"], [], REQUEST),
+    Provider.AggregatesSet: lambda p: p.set_aggregates(["a1"], REQUEST),
+    Provider.AggregatesSetWithoutGeneration: lambda p: p.set_aggregates(["a2"], REQUEST,
+                                                                        counted=False),
     Provider.Deleted: lambda p: p.trigger_event(Provider.Deleted, request=REQUEST),
     Provider.Reregistered: lambda p: p.trigger_event(
         Provider.Reregistered, provider_uuid=HOST, name="again", parent_uuid=None,

@@ -24,6 +24,7 @@ from allocation_ledger.domain.errors import InvalidRequest, UnknownPrefix
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.resource_class import ResourceClass
+from allocation_ledger.domain.trait import Trait
 
 BATCH = 5000
 RESOLVED = (Migration.Confirmed, Migration.Reverted, Migration.Completed, Migration.Aborted)
@@ -65,13 +66,21 @@ def providers(store: EventStore) -> dict[str, ProviderEntry]:
     """Every provider registered and not deleted, in order of registration."""
     decode = Decoder(store.mapper)
     registered = {get_topic(Provider.Registered), get_topic(Provider.Reregistered)}
+    moved = {get_topic(Provider.ParentChanged), get_topic(Provider.RootChanged)}
     found: dict[UUID | str, ProviderEntry] = {}
-    for n in _by_topic(store, (Provider.Registered, Provider.Reregistered, Provider.Deleted)):
+    for n in _by_topic(store, (Provider.Registered, Provider.Reregistered, Provider.Deleted,
+                               Provider.ParentChanged, Provider.RootChanged)):
         stream = n.originator_id  # a UUID from every recorder: no conversion per row
         if n.topic in registered:
             event: Any = decode(n)
             found[stream] = ProviderEntry(event.provider_uuid, event.name, event.parent_uuid,
                                           event.root_uuid)
+        elif n.topic in moved:
+            if stream in found:
+                event = decode(n)
+                was = found[stream]
+                parent = getattr(event, "parent_uuid", was.parent_uuid)
+                found[stream] = ProviderEntry(was.uuid, was.name, parent, event.root_uuid)
         else:
             found.pop(stream, None)
     return {entry.uuid: entry for entry in found.values()}
@@ -106,6 +115,38 @@ def migrations(store: EventStore, *, in_flight_only: bool = False) -> list[str]:
         else:
             ended.add(stream)
     return [decode(n).consumer_uuid for stream, n in starts.items() if stream not in ended]
+
+
+def custom_traits(store: EventStore) -> list[str]:
+    """Every custom trait that exists (created, and not deleted since), by name."""
+    decode = Decoder(store.mapper)
+    created, deleted = get_topic(Trait.Created), get_topic(Trait.Deleted)
+    names: dict[UUID | str, str] = {}
+    live: dict[UUID | str, bool] = {}
+    for n in _by_topic(store, (Trait.Created, Trait.Deleted, Trait.Recreated)):
+        stream = n.originator_id
+        if n.topic == created:
+            names[stream] = decode(n).name
+        live[stream] = n.topic != deleted
+    return sorted(names[s] for s, alive in live.items() if alive and s in names)
+
+
+def provider_traits(store: EventStore) -> dict[str, list[str]]:
+    """The traits of every live provider that has some, by provider UUID: its last
+    ``TraitsSet`` since it was (last) registered."""
+    decode = Decoder(store.mapper)
+    registered, traits_set = get_topic(Provider.Registered), get_topic(Provider.TraitsSet)
+    uuids: dict[UUID | str, str] = {}
+    held: dict[UUID | str, list[str]] = {}
+    for n in _by_topic(store, (Provider.Registered, Provider.TraitsSet, Provider.Deleted)):
+        stream = n.originator_id
+        if n.topic == registered:
+            uuids[stream] = decode(n).provider_uuid
+        elif n.topic == traits_set:
+            held[stream] = decode(n).traits
+        else:
+            held.pop(stream, None)
+    return {uuids[s]: traits for s, traits in held.items() if traits and s in uuids}
 
 
 def resolve(kind: str, text: str, known: Iterable[str]) -> str:

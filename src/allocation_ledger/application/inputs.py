@@ -287,6 +287,60 @@ class FreeCapacityIn(Model):
     at_least: Annotated[int, Strict(), Field(ge=0, le=MAX_INT)] = 1
 
 
+def _unique(value: object) -> object:
+    """A set given as a list names each member once (Placement: "has non-unique elements")."""
+    if isinstance(value, list):
+        seen: set[object] = set()
+        for item in value:
+            if isinstance(item, str) and item in seen:
+                raise ValueError(f"{value!r:.200} has non-unique elements ({item!r})")
+            seen.add(item)
+    return value
+
+
+TraitName = Annotated[str, Strict(), Field(min_length=1, max_length=255), NoControl]
+
+
+class TraitIn(Model):
+    """A custom trait to create or delete (the name's form is the domain's rule)."""
+
+    name: TraitName
+
+
+class ProviderTraitsIn(Model):
+    """Replace a provider's traits."""
+
+    provider_uuid: Uuid
+    traits: Annotated[list[TraitName], BeforeValidator(_not_text), BeforeValidator(_unique)]
+    expected_generation: Generation
+
+
+class ProviderAggregatesIn(Model):
+    """Replace a provider's aggregates; no generation (``None``) for Placement's writes
+    before 1.19, which do not count as a change of the provider."""
+
+    provider_uuid: Uuid
+    aggregates: Annotated[list[Uuid], BeforeValidator(_not_text), BeforeValidator(_unique)]
+    expected_generation: Generation | None
+
+
+class ParentIn(Model):
+    """Move a provider under another (``parent_uuid``) or make it a root (``None``)."""
+
+    provider_uuid: Uuid
+    parent_uuid: Uuid | None
+    expected_generation: Generation
+    reparenting: Annotated[bool, Strict()] = True
+
+
+class TraitsQueryIn(Model):
+    """A listing of traits: by names, by prefix, held by some provider or by none."""
+
+    name_in: Annotated[list[TraitName], BeforeValidator(_not_text)] | None = None
+    prefix: ShortText | None = None
+    associated: Annotated[bool, Strict()] | None = None
+
+
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -29,6 +29,7 @@ from allocation_ledger.application.command_ids import (
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.handlers import claims, moves, providers
 from allocation_ledger.application.handlers import resource_classes as classes
+from allocation_ledger.application.handlers import traits as traits_handler
 from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     AgeIn,
@@ -38,12 +39,17 @@ from allocation_ledger.application.inputs import (
     DevicesSetIn,
     InventoriesIn,
     MoveIn,
+    ParentIn,
+    ProviderAggregatesIn,
     ProviderIn,
+    ProviderTraitsIn,
     ReleaseIn,
     RenameProviderIn,
     RequestIn,
     ResolveIn,
     ResourceClassIn,
+    TraitIn,
+    TraitsQueryIn,
     WritesIn,
     canonical_uuid,
     parse,
@@ -53,6 +59,7 @@ from allocation_ledger.application.policy import WritePolicy
 from allocation_ledger.application.readside import ReadSide
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
+from allocation_ledger.domain import trait as trait_rules
 from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.ids import consumer_stream_id, resource_class_stream_id
@@ -302,6 +309,25 @@ class Ledger:
         it = intent("rename_provider", command_id, request, cmd)
         return self._handle(it, providers.rename, cmd, _provider(cmd.provider_uuid))
 
+    def set_parent(
+        self,
+        provider_uuid: str,
+        parent_uuid: str | None,
+        expected_generation: int,
+        *,
+        reparenting: bool = True,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Move a provider under ``parent_uuid``, or make it a root (``None``), with every
+        provider below it (Placement's ``PUT /resource_providers/{uuid}`` with
+        ``parent_provider_uuid``). ``reparenting=False`` allows only a root to take a parent
+        (Placement before 1.37). A loop is refused; the generation stays, as Placement's."""
+        cmd = parse(ParentIn, provider_uuid=provider_uuid, parent_uuid=parent_uuid,
+                    expected_generation=expected_generation, reparenting=reparenting)
+        it = intent("set_parent", command_id, request, cmd)
+        return self._handle(it, providers.set_parent, cmd, _provider(cmd.provider_uuid))
+
     def delete_provider(
         self,
         provider_uuid: str,
@@ -359,6 +385,89 @@ class Ledger:
     def resource_classes(self) -> list[str]:
         """The custom classes created and not deleted, by name."""
         return guarded_read(lambda: catalog.resource_classes(self.store))
+
+    # -- traits and aggregates --------------------------------------------------------------
+
+    def create_trait(self, name: str, *, request: Request = None,
+                     command_id: CommandId | None = None) -> bool:
+        """Create the custom trait ``name`` (``CUSTOM_[A-Z0-9_]+``, at most 255 characters),
+        or create it again after its deletion; ``True`` when it was created, ``False`` when
+        it existed already (nothing written)."""
+        cmd = parse(TraitIn, name=name)
+        it = intent("create_trait", command_id, request, cmd)
+        return self._handle(it, traits_handler.create_trait, cmd, _appended)
+
+    def delete_trait(self, name: str, *, request: Request = None,
+                     command_id: CommandId | None = None) -> None:
+        """Delete a custom trait: :class:`StandardTrait` for a standard one,
+        :class:`TraitNotFound` for one that does not exist, :class:`TraitInUse` while a
+        provider has it."""
+        cmd = parse(TraitIn, name=name)
+        it = intent("delete_trait", command_id, request, cmd)
+        self._handle(it, traits_handler.delete_trait, cmd, lambda r: None)
+
+    def set_traits(
+        self,
+        provider_uuid: str,
+        traits: Sequence[str],
+        expected_generation: int,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Replace a provider's traits (Placement's ``PUT .../traits``; an empty list is
+        its ``DELETE``). Every trait must exist (:class:`UnknownTraits`); a stale
+        generation is a :class:`ProviderGenerationConflict`. Advances the generation."""
+        cmd = parse(ProviderTraitsIn, provider_uuid=provider_uuid, traits=traits,
+                    expected_generation=expected_generation)
+        it = intent("set_traits", command_id, request, cmd)
+        return self._handle(it, traits_handler.set_traits, cmd, _provider(cmd.provider_uuid))
+
+    def set_aggregates(
+        self,
+        provider_uuid: str,
+        aggregates: Sequence[str],
+        expected_generation: int | None,
+        *,
+        request: Request = None,
+        command_id: CommandId | None = None,
+    ) -> ProviderView:
+        """Replace the aggregates (UUIDs) a provider is in (Placement's ``PUT
+        .../aggregates``). With an ``expected_generation`` (Placement 1.19 on) it is
+        checked and advanced; ``None`` writes without either, as Placement before 1.19."""
+        cmd = parse(ProviderAggregatesIn, provider_uuid=provider_uuid, aggregates=aggregates,
+                    expected_generation=expected_generation)
+        it = intent("set_aggregates", command_id, request, cmd)
+        return self._handle(it, traits_handler.set_aggregates, cmd,
+                            _provider(cmd.provider_uuid))
+
+    def trait_exists(self, name: str) -> bool:
+        """True for a standard trait and for a custom trait that exists."""
+        if not isinstance(name, str):
+            raise InvalidRequest(f"a trait name is a string, got {name!r:.80}")
+        if name in trait_rules.standard_traits():
+            return True
+        if not trait_rules.is_custom_name(name):
+            return False
+        return guarded_read(lambda: _trait_exists(self._reader(), name))
+
+    def traits(self, *, name_in: Sequence[str] | None = None, prefix: str | None = None,
+               associated: bool | None = None) -> list[str]:
+        """Every trait that exists (standard and custom), sorted; only those in
+        ``name_in``, starting with ``prefix``, and with ``associated`` those some provider
+        has (``True``) or none has (``False``): Placement's ``GET /traits``."""
+        query = parse(TraitsQueryIn, name_in=name_in, prefix=prefix, associated=associated)
+        if query.name_in is not None:  # Nova's question: each named one looked up, no scan
+            names = [n for n in dict.fromkeys(query.name_in) if self.trait_exists(n)]
+        else:
+            names = [*trait_rules.standard_traits(),
+                     *guarded_read(lambda: catalog.custom_traits(self.store))]
+        held: set[str] = set()
+        if query.associated is not None:
+            for found in guarded_read(lambda: catalog.provider_traits(self.store)).values():
+                held.update(found)
+        return trait_rules.select(names, name_in=query.name_in, prefix=query.prefix,
+                                  associated=held, associated_wanted=query.associated)
 
     # -- moves ------------------------------------------------------------------------------
     # Each takes the generations it depends on and appends everything in one write; a
@@ -558,6 +667,15 @@ def _consumer(reader: Reader, consumer_uuid: str) -> ConsumerView:
     return ConsumerView.of(consumer_uuid, found,
                            moving.uuid if moving is not None and moving.in_flight else None)
 
+
+
+def _trait_exists(reader: UnitOfWork, name: str) -> bool:
+    found = reader.trait(name)
+    return found is not None and found.exists
+
+
+def _appended(reader: Reader) -> bool:
+    return reader.appended > 0
 
 
 def _released(reader: Reader) -> bool:

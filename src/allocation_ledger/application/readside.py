@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from allocation_ledger.domain.provider_filters import ProviderFilter
+
 
 class ReadSide(Protocol):
     """Queries over the read models, answered after catching up with the ledger."""
@@ -35,6 +37,19 @@ class ReadSide(Protocol):
 
     def providers(self) -> Sequence[Any]:
         """Every live provider: name, parent, root, generation."""
+        ...
+
+    def providers_matching(self, wanted: ProviderFilter) -> Sequence[Any]:
+        """The live providers a listing's filters keep (Placement's ``GET
+        /resource_providers``): name, parent, root, generation."""
+        ...
+
+    def provider_traits(self) -> dict[str, list[str]]:
+        """Every live provider's traits, by provider UUID."""
+        ...
+
+    def provider_aggregates(self) -> dict[str, list[str]]:
+        """Every live provider's aggregates, by provider UUID."""
         ...
 
     def holdings_on(self, provider_uuid: str) -> Sequence[Any]:

@@ -42,11 +42,13 @@ from allocation_ledger.domain.ids import (
     provider_name_stream_id,
     provider_stream_id,
     resource_class_stream_id,
+    trait_stream_id,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.resource_class import ResourceClass
+from allocation_ledger.domain.trait import Trait
 from allocation_ledger.domain.values import RequestMeta
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ class UnitOfWork:
         self._names: dict[str, ProviderName | None] = {}
         self._classes: dict[str, ResourceClass | None] = {}
         self._new: list[Aggregate] = []
+        self._traits: dict[str, Trait | None] = {}
         self._expected_providers: dict[str, tuple[int, int]] = {}
         #: consumer -> (stream version, writes that named it, generation) as first read;
         #: all None if absent
@@ -218,6 +221,26 @@ class UnitOfWork:
             self.consumer(aggregate.uuid)  # remember it was absent
             self._consumers[aggregate.uuid] = aggregate
 
+    def trait(self, name: str) -> Trait | None:
+        """The custom trait's stream (deleted or not), or ``None`` if it was never created."""
+        if name not in self._traits:
+            found = self._store.get(trait_stream_id(name), short=True)
+            self._traits[name] = found if isinstance(found, Trait) else None
+        return self._traits[name]
+
+    def providers_with_trait(self, name: str) -> list[str]:
+        """The live providers that have trait ``name`` now (a scan of the ledger's trait
+        changes: deleting a trait is rare)."""
+        from allocation_ledger.application.catalog import provider_traits
+
+        return sorted(uuid for uuid, traits in provider_traits(self._store).items()
+                      if name in traits)
+
+    def add_trait(self, trait: Trait) -> None:
+        """A new custom trait to commit with the rest."""
+        self._new.append(trait)
+        self._traits[trait.name] = trait
+
     def _remember(self, consumer_uuid: str, found: object) -> None:
         """Note a consumer as read (``found``: its aggregate, or anything else when its
         stream does not exist) with its version and generation at the time."""
@@ -280,6 +303,7 @@ class UnitOfWork:
         changed: list[Aggregate] = [a for a in self._new if not isinstance(a, ProviderName)]
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
+        changed += [t for t in self._traits.values() if t is not None and t.pending_events]
         changed += [c for c in self._classes.values() if c is not None and c.pending_events]
         changed += [n for n in self._names.values() if n is not None and n.pending_events]
         return list({id(a): a for a in changed}.values())

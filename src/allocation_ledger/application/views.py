@@ -50,6 +50,9 @@ class ProviderView:
     children: tuple[str, ...]
     classes: dict[str, ClassUsage]
     devices: dict[str, dict[str, str | None]]
+    #: its traits and the aggregates (UUIDs) it is in, sorted
+    traits: tuple[str, ...] = ()
+    aggregates: tuple[str, ...] = ()
     #: True when this is the outcome of an earlier call with the same command id, read back
     #: from the ledger as that command left it (this call appended nothing)
     replayed: bool = False
@@ -83,6 +86,8 @@ class ProviderView:
             children=tuple(provider.children),
             classes=classes,
             devices={rc: dict(sorted(d.items())) for rc, d in sorted(provider.devices.items())},
+            traits=tuple(provider.traits),
+            aggregates=tuple(provider.aggregates),
         )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.trait import Trait
 
 Changes = dict[str, Any]
 
@@ -37,6 +38,11 @@ def changes(event: Any, before: Any) -> Changes:
         return {"destination_root": None, "new_allocations": {}, "new_devices": {}}
     if isinstance(event, Provider.Event):
         return _provider(event, before)
+    if isinstance(event, Trait.Created):
+        return {"trait": event.name, "created": True}
+    if isinstance(event, Trait.Recreated | Trait.Deleted):
+        return {"trait": before.name if before is not None else None,
+                "created": isinstance(event, Trait.Recreated)}
     return {}
 
 
@@ -89,7 +95,26 @@ def _provider(event: Any, before: Any) -> Changes:
         return {"name": [before.name if before is not None else None, event.name]}
     if isinstance(event, Provider.ChildAttached | Provider.ChildDetached):
         return {"child_uuid": event.child_uuid}
+    if isinstance(event, Provider.ParentChanged):
+        return {"parent_uuid": [before.parent_uuid if before is not None else None,
+                                event.parent_uuid],
+                "root_uuid": [before.root_uuid if before is not None else None,
+                              event.root_uuid]}
+    if isinstance(event, Provider.RootChanged):
+        return {"root_uuid": [before.root_uuid if before is not None else None,
+                              event.root_uuid]}
+    if isinstance(event, Provider.TraitsSet):
+        return _set_change("traits", before.traits if before is not None else [], event.traits)
+    if isinstance(event, Provider.AggregatesSet):
+        return _set_change("aggregates", before.aggregates if before is not None else [],
+                           event.aggregates)
     return {}
+
+
+def _set_change(what: str, old: list[str], new: list[str]) -> Changes:
+    """A whole set replaced: what it became, what was added and what was removed."""
+    return {what: list(new), f"{what}_added": sorted(set(new) - set(old)),
+            f"{what}_removed": sorted(set(old) - set(new))}
 
 
 def summary(event: Any, found: Changes) -> str:
@@ -108,4 +133,15 @@ def summary(event: Any, found: Changes) -> str:
               for rc, (_, new) in found.get("inventories", {}).items()]
     parts += [f"{key} {found[key]}" for key in
               ("status", "kind", "destination_root", "child_uuid", "name") if found.get(key)]
+    for what in ("traits", "aggregates"):
+        parts += [f"{what} +{n}" for n in found.get(f"{what}_added", [])]
+        parts += [f"{what} -{n}" for n in found.get(f"{what}_removed", [])]
+        if what in found and not found[what]:
+            parts.append(f"{what} cleared")
+    for key in ("parent_uuid", "root_uuid"):
+        if isinstance(found.get(key), list):
+            old, new = found[key]
+            parts.append(f"{key.removesuffix('_uuid')} {old or '-'} -> {new or '-'}")
+    if "trait" in found:
+        parts.append(f"trait {found['trait']} {'created' if found['created'] else 'deleted'}")
     return f"{name}: {', '.join(parts)}" if parts else name

@@ -22,8 +22,9 @@ from allocation_ledger.audit.changes import changes, summary
 from allocation_ledger.audit.ledger_events import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.errors import MigrationNotFound, NotFound
-from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id
+from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id, trait_stream_id
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.trait import Trait
 
 #: How many streams' names the ledger export keeps (a stream named again after that many
 #: others has its first event read again).
@@ -175,4 +176,17 @@ def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:
         return "provider_uuid", str(first.provider_uuid)
     if first is not None and hasattr(first, "consumer_uuid"):
         return "consumer_uuid", str(first.consumer_uuid)
+    if isinstance(first, Trait.Created):
+        return "trait", first.name
     return "unknown", str(stream)
+
+
+def trait_history(store: EventStore, name: str) -> list[HistoryEntry]:
+    """Every creation and deletion of a custom trait (:class:`NotFound` when it has none).
+    Which providers took or lost it is in their own histories (``traits +NAME``)."""
+    if not isinstance(name, str) or not name:
+        raise NotFound(f"trait {name!r} has no events in this ledger", name=name)
+    history = streams_history(store, {trait_stream_id(name)})
+    if not history:
+        raise NotFound(f"trait {name} has no events in this ledger", name=name)
+    return history

@@ -34,11 +34,13 @@ from allocation_ledger.domain.ids import (
     provider_name_stream_id,
     provider_stream_id,
     resource_class_stream_id,
+    trait_stream_id,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.resource_class import ResourceClass
+from allocation_ledger.domain.trait import Trait
 
 
 @dataclass
@@ -133,6 +135,8 @@ class LedgerState:
             expected = provider_name_stream_id(aggregate.name)
         elif isinstance(aggregate, ResourceClass):
             expected = resource_class_stream_id(aggregate.name)
+        elif isinstance(aggregate, Trait):
+            expected = trait_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
@@ -156,6 +160,8 @@ class LedgerState:
 def _natural_id(aggregate: Any) -> str:
     if isinstance(aggregate, Command):
         return str(aggregate.command_id)
+    if isinstance(aggregate, Trait):
+        return f"trait {aggregate.name}"
     if isinstance(aggregate, ProviderName | ResourceClass):
         return str(aggregate.name)
     return str(aggregate.uuid)
@@ -167,7 +173,10 @@ def fingerprint(aggregate: Aggregate) -> dict[str, Any]:
         return {"version": aggregate.version, "inventories": aggregate.inventories,
                 "usages": {rc: n for rc, n in aggregate.usages.items() if n},
                 "devices": aggregate.devices, "children": sorted(aggregate.children),
+                "traits": aggregate.traits, "aggregates": aggregate.aggregates,
                 "deleted": aggregate.deleted}
+    if isinstance(aggregate, Trait):
+        return {"version": aggregate.version, "deleted": aggregate.deleted}
     if isinstance(aggregate, Consumer):
         found: dict[str, Any] = {
             "version": aggregate.version, "allocations": aggregate.allocations,

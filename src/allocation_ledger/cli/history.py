@@ -3,6 +3,7 @@ ledger between two positions or times as JSON lines.
 
     allocation-ledger history consumer UUID [--json]
     allocation-ledger history migration UUID [--json]
+    allocation-ledger history trait CUSTOM_NAME [--json]
     allocation-ledger history ledger [--from-position N] [--to-position N]
                                      [--since TIME] [--until TIME]
 """
@@ -21,10 +22,12 @@ if TYPE_CHECKING:
     from allocation_ledger.audit.history import HistoryEntry
 
 NAME = "history"
-HELP = "every event of a consumer, provider or migration; or the ledger as JSON lines"
+HELP = ("every event of a consumer, provider, migration or custom trait; or the ledger as "
+        "JSON lines")
 EXAMPLES = """\
   allocation-ledger history provider 6ae32ac4           # who changed this host, and why
   allocation-ledger history migration 51f0 --json
+  allocation-ledger history trait CUSTOM_GOLD           # when it was created and deleted
   allocation-ledger history ledger --since 2026-11-21T14:00:00Z --until 2026-11-21T15:00:00Z
 """
 KINDS = ("consumer", "provider", "migration")
@@ -33,10 +36,11 @@ HEADERS = ("POSITION", "TIME", "ACTOR", "REQUEST", "CHANGE (REASON)")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """What to list and, for the ledger, which part."""
-    parser.add_argument("what", choices=[*KINDS, "ledger"],
+    parser.add_argument("what", choices=[*KINDS, "trait", "ledger"],
                         help="one stream's history, or the whole ledger")
     parser.add_argument("uuid", nargs="?",
-                        help="the consumer, provider or migration (UUID or unique prefix)")
+                        help="the consumer, provider or migration (UUID or unique prefix), "
+                             "or the trait's name")
     parser.add_argument("--from-position", type=values.position, default=None, metavar="N",
                         help="ledger: from this position")
     parser.add_argument("--to-position", type=values.position, default=None, metavar="N",
@@ -63,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
             for record in history.ledger_records(store, start, stop):
                 print(dumps(record))
             return 0
-        entries = readers[args.what](store, resolve_id(store, args.what, args.uuid))
+        if args.what == "trait":
+            entries = history.trait_history(store, args.uuid)
+        else:
+            entries = readers[args.what](store, resolve_id(store, args.what, args.uuid))
     if args.json:
         for entry in entries:
             print(dumps(entry.to_dict()))

@@ -55,7 +55,8 @@ def tree_data(tree: dict[str, ProviderView]) -> dict[str, Any]:
     """A tree as plain data, by provider UUID, root first."""
     return {uuid: {"name": v.name, "parent_uuid": v.parent_uuid, "generation": v.generation,
                    "usages": v.usages, "devices": v.devices,
-                   "inventories": {rc: asdict(i) for rc, i in v.inventories.items()}}
+                   "inventories": {rc: asdict(i) for rc, i in v.inventories.items()},
+                   "traits": list(v.traits), "aggregates": list(v.aggregates)}
             for uuid, v in tree.items()}
 
 
@@ -70,6 +71,9 @@ def print_tree(tree: dict[str, ProviderView]) -> None:
             flag = "  OVER CAPACITY" if c.over_capacity else ""
             print(f"{pad}  {rc:<12} used {c.used:>7} of {c.capacity:>7}  free {c.free:>7}"
                   f"{flag}")
+        for what, names in (("traits", view.traits), ("aggregates", view.aggregates)):
+            if names:
+                print(f"{pad}  {what:<12} {', '.join(names)}")
 
 
 def print_consumer(view: ConsumerView) -> None:

@@ -96,6 +96,7 @@ def provider_data(view: ProviderView) -> dict[str, Any]:
     return {
         "name": view.name, "generation": view.generation, "parent_uuid": view.parent_uuid,
         "root_uuid": view.root_uuid, "devices": view.devices,
+        "traits": list(view.traits), "aggregates": list(view.aggregates),
         "classes": {rc: {**(asdict(c.inventory) if c.inventory else {}), "used": c.used,
                          "capacity": c.capacity, "free": c.free,
                          "over_capacity": c.over_capacity}
@@ -112,6 +113,9 @@ def _print_provider(uuid: str, data: dict[str, Any]) -> None:
     for rc, devices in data["devices"].items():
         held = ", ".join(f"{d}={h[:8] if h else 'free'}" for d, h in devices.items())
         print(f"    {rc:<12} devices {held}")
+    for what in ("traits", "aggregates"):
+        if data.get(what):
+            print(f"    {what:<12} {', '.join(data[what])}")
 
 
 def _print(data: Any, indent: str) -> None:

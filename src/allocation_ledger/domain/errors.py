@@ -536,3 +536,53 @@ class UnreadableEvent(LedgerError):
             f"the event at #{position} (stream {stream}, {topic}) cannot be read: {reason}; "
             f"the read models stop before #{position} (`allocation-ledger audit` reports "
             "every such event)")
+
+
+class TraitNotFound(NotFound):
+    """Raised when a trait is named that is neither standard nor a custom one that exists."""
+
+    FIELDS = ("names",)
+    names: list[str]
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(f"No such trait(s): {', '.join(names)}.")
+
+
+class UnknownTraits(InvalidRequest):
+    """Raised when a provider's new traits name traits that do not exist (create a custom
+    trait before giving it to a provider)."""
+
+    FIELDS = ("provider_uuid", "names")
+    provider_uuid: str
+    names: list[str]
+
+    def __init__(self, provider_uuid: str, names: list[str]) -> None:
+        self.provider_uuid, self.names = provider_uuid, names
+        super().__init__(f"No such trait {', '.join(names)} (provider {provider_uuid}): "
+                         "create a custom trait before a provider takes it")
+
+
+class StandardTrait(InvalidRequest):
+    """Raised when a standard trait (one of os-traits') is to be deleted."""
+
+    FIELDS = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Cannot delete standard trait {name}.")
+
+
+class TraitInUse(LedgerError):
+    """Raised when a custom trait is to be deleted while providers have it."""
+
+    FIELDS = ("name", "provider_uuids")
+    name: str
+    provider_uuids: list[str]
+
+    def __init__(self, name: str, provider_uuids: list[str]) -> None:
+        self.name, self.provider_uuids = name, provider_uuids
+        shown = ", ".join(provider_uuids[:5]) + (", ..." if len(provider_uuids) > 5 else "")
+        super().__init__(f"The trait {name} is in use by a resource provider. "
+                         f"({len(provider_uuids)}: {shown})")

@@ -48,3 +48,12 @@ RESOURCE_CLASS_NAMESPACE = UUID("5e0c7a92-3b1f-4d6a-9c2e-7f4b8d1a6e04")
 def resource_class_stream_id(name: str) -> UUID:
     """The stream id of the custom resource class called ``name``."""
     return uuid5(RESOURCE_CLASS_NAMESPACE, name)
+
+
+TRAIT_NAMESPACE = UUID("5d2e7a90-41c6-4b8f-a3d1-7e0f9c2b6d04")
+
+
+@lru_cache(maxsize=1 << 10)
+def trait_stream_id(name: str) -> UUID:
+    """The stream id of the custom trait called ``name`` (created anew on the same stream)."""
+    return uuid5(TRAIT_NAMESPACE, name)

@@ -36,6 +36,7 @@ from allocation_ledger.domain.errors import (
     ProviderHasChildren,
     ProviderInUse,
     ResourceClassNotOnProvider,
+    UnknownTraits,
 )
 from allocation_ledger.domain.ids import provider_stream_id
 from allocation_ledger.domain.values import Inventory, PlainState, RequestMeta
@@ -51,7 +52,8 @@ class Provider(PlainState, Aggregate):
     #: class default reads a provider restored without ``__init__``: registered, no more)
     uncounted: int = 1
 
-    #: snapshots carry ``uncounted`` from version 2 on (see :meth:`upcast_v1_v2`)
+    #: snapshots carry ``uncounted``, ``traits`` and ``aggregates`` from version 2 on (see
+    #: :meth:`upcast_v1_v2`)
     class_version = 2
 
     @staticmethod
@@ -59,17 +61,37 @@ class Provider(PlainState, Aggregate):
         """A snapshot taken before generations were Placement's numbers: the events it
         stands for that do not count are its registration and its children's attachments
         (renames and detached children before it cannot be told from the snapshot and are
-        counted; a snapshot is replaced by a new one every 200 events)."""
+        counted; a snapshot is replaced by a new one every 200 events). Such a snapshot
+        had no traits or aggregates either."""
         state["uncounted"] = 1 + len(state.get("children", ()))
+        state.setdefault("traits", [])
+        state.setdefault("aggregates", [])
 
     class Event(Aggregate.Event):
         """Base of every provider event; ``request`` says who asked and why."""
 
         #: whether the event advances the provider's generation (Placement's rule); the
-        #: appliers of those that do not count themselves out (``uncounted``)
+        #: applier of one that does not also counts it out (``uncounted``, see below)
         counted: ClassVar[bool] = True
 
         request: RequestMeta
+
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            """An event class marked ``counted = False`` gets an applier that also counts
+            the event out of the generation, once (a registration counts itself out in
+            ``__init__``)."""
+            super().__init_subclass__(**kwargs)
+            applier = cls.apply
+            if cls.counted or issubclass(cls, Aggregate.Created) or getattr(
+                    applier, "counts_out", False):
+                return
+
+            def apply(self: Any, aggregate: Provider) -> None:
+                applier(self, aggregate)
+                aggregate.uncounted += 1
+
+            apply.counts_out = True  # type: ignore[attr-defined]
+            cls.apply = apply  # type: ignore[method-assign]
 
     class Registered(Event, Aggregate.Created):
         """A provider was registered, as a root or as a child of ``parent_uuid``."""
@@ -113,7 +135,6 @@ class Provider(PlainState, Aggregate):
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.children = sorted({*aggregate.children, self.child_uuid})
-            aggregate.uncounted += 1
 
     class ChildDetached(Event):
         """A child provider of this one was deleted (not a change of its own)."""
@@ -124,7 +145,6 @@ class Provider(PlainState, Aggregate):
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.children = [c for c in aggregate.children if c != self.child_uuid]
-            aggregate.uncounted += 1
 
     class AllocationsChanged(Event):
         """A write by ``consumers`` changed this provider's usage or device holders.
@@ -144,6 +164,56 @@ class Provider(PlainState, Aggregate):
                 aggregate.devices = {**devices, **{
                     rc: {**devices.get(rc, {}), **changes} for rc, changes in self.holds.items()
                 }}
+
+    class TraitsSet(Event):
+        """The provider's traits became ``traits`` (the whole set, sorted): Placement's
+        ``PUT``/``DELETE .../traits``, which counts as a change of the provider."""
+
+        traits: list[str]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.traits = list(self.traits)
+
+    class AggregatesSet(Event):
+        """The provider's aggregates became ``aggregates`` (the whole set of aggregate
+        UUIDs, sorted), by a write that named the provider's generation (Placement 1.19 on),
+        which counts as a change of the provider."""
+
+        aggregates: list[str]
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.aggregates = list(self.aggregates)
+
+    class AggregatesSetWithoutGeneration(AggregatesSet):
+        """The provider's aggregates became ``aggregates`` by a write that named no
+        generation (Placement's API before 1.19), which Placement does not count: the
+        provider's generation stays."""
+
+        counted = False
+
+    class ParentChanged(Event):
+        """The provider was moved under ``parent_uuid`` (``None``: it became a root), into
+        the tree of ``root_uuid``; Placement keeps the generation (1.37's re-parenting)."""
+
+        counted = False
+
+        parent_uuid: str | None
+        root_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.parent_uuid = self.parent_uuid
+            aggregate.root_uuid = self.root_uuid
+
+    class RootChanged(Event):
+        """An ancestor of the provider was moved: its tree's root became ``root_uuid``
+        (not a change of its own: the generation stays)."""
+
+        counted = False
+
+        root_uuid: str
+
+        def apply(self, aggregate: Provider) -> None:
+            aggregate.root_uuid = self.root_uuid
 
     class DevicesSet(Event):
         """The devices of ``resource_class`` became ``device_ids`` and the class's inventory
@@ -177,7 +247,6 @@ class Provider(PlainState, Aggregate):
 
         def apply(self, aggregate: Provider) -> None:
             aggregate.name = self.name
-            aggregate.uncounted += 1
 
     class Deleted(Event):
         """The provider was deleted; its UUID may be registered again
@@ -197,6 +266,8 @@ class Provider(PlainState, Aggregate):
         self.usages: dict[str, int] = {}
         self.devices: dict[str, dict[str, str | None]] = {}
         self.children: list[str] = []
+        self.traits: list[str] = []
+        self.aggregates: list[str] = []
         self.deleted = False
         self.uncounted = 1  # the registration itself (``counted = False``)
 
@@ -363,6 +434,55 @@ class Provider(PlainState, Aggregate):
             request=request,
         )
 
+    def set_traits(self, traits: list[str], unknown: list[str], request: RequestMeta) -> None:
+        """Replace the provider's traits with ``traits``; :class:`UnknownTraits` when some
+        of them (``unknown``: neither standard nor an existing custom trait) do not exist.
+        Setting the same set again is a change too, as in Placement (its generation
+        advances)."""
+        if unknown:
+            raise UnknownTraits(self.uuid, sorted(unknown))
+        self.trigger_event(self.TraitsSet, traits=sorted(set(traits)), request=request)
+
+    def set_aggregates(self, aggregates: list[str], request: RequestMeta, *,
+                       counted: bool = True) -> None:
+        """Replace the provider's aggregates (UUIDs); ``counted`` false for a write that
+        names no generation (Placement before 1.19), which leaves the generation as it is."""
+        event = self.AggregatesSet if counted else self.AggregatesSetWithoutGeneration
+        self.trigger_event(event, aggregates=sorted(set(aggregates)), request=request)
+
+    def move_under(self, parent: Provider | None, old_parent: Provider | None,
+                   descendants: list[Provider], request: RequestMeta, *,
+                   reparenting: bool = True) -> None:
+        """Give the provider a new parent (``None``: make it a root), its old and new
+        parents and every provider below it following (their root changes with it).
+
+        Placement's rules: a root may be put under a parent at any version; moving a
+        child to another parent, or making it a root, needs ``reparenting`` (1.37); a
+        provider cannot go under itself or under one of its descendants (a loop).
+        """
+        new_uuid = parent.uuid if parent is not None else None
+        if new_uuid == self.parent_uuid:
+            return
+        if self.parent_uuid is not None and not reparenting:
+            doing = "re-parenting" if parent is not None else "un-parenting"
+            raise InvalidRequest(f"{doing} a provider is not currently allowed.",
+                                 provider_uuid=self.uuid, parent_uuid=new_uuid)
+        below = {self.uuid, *(d.uuid for d in descendants)}
+        if new_uuid in below:
+            raise InvalidRequest("creating loop in the provider tree is not allowed.",
+                                 provider_uuid=self.uuid, parent_uuid=new_uuid)
+        root = parent.root_uuid if parent is not None else self.uuid
+        self.trigger_event(self.ParentChanged, parent_uuid=new_uuid, root_uuid=root,
+                           request=request)
+        if old_parent is not None:
+            old_parent.trigger_event(self.ChildDetached, child_uuid=self.uuid,
+                                     request=request)
+        if parent is not None:
+            parent.trigger_event(self.ChildAttached, child_uuid=self.uuid, request=request)
+        for below_it in descendants:
+            if below_it.root_uuid != root:
+                below_it.trigger_event(self.RootChanged, root_uuid=root, request=request)
+
     def rename(self, name: str, request: RequestMeta) -> None:
         """Give the provider a new name (its UUID, tree and history stay)."""
         if name == self.name:
@@ -380,3 +500,5 @@ class Provider(PlainState, Aggregate):
         self.trigger_event(self.Deleted, request=request)
         if parent is not None:
             parent.trigger_event(self.ChildDetached, child_uuid=self.uuid, request=request)
+
+

@@ -10,6 +10,7 @@ from starlette.routing import Route, compile_path
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.http import (
+    aggregates,
     allocations,
     errors,
     inventories,
@@ -18,6 +19,7 @@ from allocation_ledger.http import (
     providers,
     resource_classes,
     root,
+    traits,
     usages,
 )
 from allocation_ledger.http.auth import Tokens
@@ -59,6 +61,15 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
     ("/resource_classes/{name}", "GET", resource_classes.show_class, (1, 2)),
     ("/resource_classes/{name}", "PUT", resource_classes.put_class, (1, 2)),
     ("/resource_classes/{name}", "DELETE", resource_classes.delete_class, (1, 2)),
+    ("/traits", "GET", traits.list_traits, (1, 6)),
+    ("/traits/{name}", "GET", traits.show_trait, (1, 6)),
+    ("/traits/{name}", "PUT", traits.put_trait, (1, 6)),
+    ("/traits/{name}", "DELETE", traits.delete_trait, (1, 6)),
+    (RP + "/traits", "GET", traits.provider_traits, (1, 6)),
+    (RP + "/traits", "PUT", traits.set_provider_traits, (1, 6)),
+    (RP + "/traits", "DELETE", traits.delete_provider_traits, (1, 6)),
+    (RP + "/aggregates", "GET", aggregates.provider_aggregates, (1, 1)),
+    (RP + "/aggregates", "PUT", aggregates.set_provider_aggregates, (1, 1)),
     *ledger_routes.ROUTES,
 )
 

@@ -74,6 +74,8 @@ class Ctx:
     #: the media type of the body (``Content-Type`` without parameters; ``None``: not sent)
     content_type: str | None = None
     method: str = "GET"
+    #: every value of each query parameter, in order (``query`` keeps the last one)
+    query_lists: Mapping[str, list[str]] = field(default_factory=dict, compare=False)
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -130,7 +132,9 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
                       dict(request.query_params), raw,
                       request.headers.get(IDEMPOTENCY_KEY), content_type=content_type,
-                      method=request.method)
+                      method=request.method,
+                      query_lists={k: request.query_params.getlist(k)
+                                   for k in request.query_params})
             reply = await run_in_threadpool(_guarded, handler, ctx)
             location = reply.headers.get("location", "")
             if location.startswith("/"):  # absolute, as webob makes Placement's

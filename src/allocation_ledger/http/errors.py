@@ -28,6 +28,7 @@ TABLE: tuple[tuple[type[e.LedgerError], int, str], ...] = (
     (e.StoreUnavailable, 503, DEFAULT),  # the store lost or unreachable: retry (same key)
     (e.ProviderInUse, 409, PROVIDER_IN_USE),
     (e.InventoryInUse, 409, INVENTORY_INUSE),
+    (e.TraitInUse, 409, DEFAULT),
     (e.Conflict, 409, CONCURRENT_UPDATE),  # consumer/provider generations, exhausted retries
     (e.ProviderExists, 409, DUPLICATE_NAME),
     (e.ProviderNameTaken, 409, DUPLICATE_NAME),

@@ -6,8 +6,8 @@ from typing import Any
 from uuid import uuid4
 
 from allocation_ledger.application.views import ProviderView
-from allocation_ledger.domain.errors import ProviderNotFound
-from allocation_ledger.http import errors, shapes
+from allocation_ledger.domain.errors import InvalidRequest, ProviderNotFound
+from allocation_ledger.http import errors, provider_filters, shapes
 from allocation_ledger.http.context import Ctx, Reply
 
 MAX_NAME = 200  # Placement's schema bounds a provider's name at 200 characters
@@ -48,24 +48,17 @@ def found(ctx: Ctx, uuid: str) -> ProviderView:
 
 
 def list_providers(ctx: Ctx) -> Reply:
-    """``GET /resource_providers``: filters ``uuid``, ``name``, ``in_tree`` (1.14); aggregates
-    (``member_of``), traits and ``resources`` are not kept by the ledger: 400."""
-    allowed = {"uuid", "name"} | ({"in_tree"} if ctx.at_least(1, 14) else set())
-    for unsupported in ("member_of", "resources", "required"):
-        if unsupported in ctx.query:
-            raise errors.HTTPError(400, f"the ledger does not filter providers by "
-                                        f"{unsupported}")
-    q = shapes.query(ctx.query, allowed)
-    rows = ctx.ledger.reads.providers()
+    """``GET /resource_providers``: filters ``uuid``, ``name``, and those of
+    :mod:`.provider_filters` (``member_of``, ``resources``, ``in_tree``, ``required``)."""
+    q = shapes.query(ctx.query, provider_filters.allowed(ctx))
+    wanted = provider_filters.parse(ctx)
+    rows = (ctx.ledger.reads.providers() if wanted is None
+            else ctx.ledger.reads.providers_matching(wanted))
     if "uuid" in q:
         uuid = shapes.uuid_param(q["uuid"], "uuid")
         rows = [r for r in rows if r.provider_uuid == uuid]
     if "name" in q:
         rows = [r for r in rows if r.name == q["name"]]
-    if "in_tree" in q:
-        tree = shapes.uuid_param(q["in_tree"], "in_tree")
-        roots = {r.root_uuid for r in rows if r.provider_uuid == tree}
-        rows = [r for r in rows if r.root_uuid in roots]
     return Reply(body={"resource_providers": [
         _serialize(ctx, r.provider_uuid, r.name, r.generation, r.parent_uuid, r.root_uuid)
         for r in rows]})
@@ -97,20 +90,37 @@ def show_provider(ctx: Ctx) -> Reply:
 
 def update_provider(ctx: Ctx) -> Reply:
     """``PUT /resource_providers/{uuid}``: rename (409 ``placement.duplicate_name`` for a
-    taken name). The ledger does not re-parent providers: a changed parent is a 400."""
+    taken name) and, from 1.14, a new parent: a root may take one; another parent, or none,
+    from 1.37 (Placement's re-parenting); 400 for a loop or a parent that does not
+    exist."""
     view = found(ctx, ctx.params["uuid"])
     allowed = {"parent_provider_uuid"} if ctx.at_least(1, 14) else set()
     data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
     name = shapes.text(data, "name", MAX_NAME, min_length=0) or ""
     parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
-    if "parent_provider_uuid" in data and parent != view.parent_uuid:
-        raise errors.HTTPError(400, "the ledger does not re-parent providers (parent of "
-                                    f"{view.provider_uuid} stays {view.parent_uuid})")
     if name != view.name:
         _name_is_free(ctx, name)
+    if "parent_provider_uuid" in data and parent != view.parent_uuid:
+        view = _set_parent(ctx, view, parent)
+    if name != view.name:
         view = ctx.ledger.rename_provider(view.provider_uuid, name, view.generation,
                                           **ctx.write())
     return Reply(body=serialize_view(ctx, view))
+
+
+def _set_parent(ctx: Ctx, view: ProviderView, parent: str | None) -> ProviderView:
+    """The provider moved under ``parent`` (or made a root), refused as Placement does."""
+    def refused(reason: str) -> errors.HTTPError:
+        return errors.HTTPError(400, f"Unable to save resource provider {view.provider_uuid}: "
+                                     f"Object action update failed because: {reason}")
+
+    try:
+        return ctx.ledger.set_parent(view.provider_uuid, parent, view.generation,
+                                     reparenting=ctx.at_least(1, 37), **ctx.write())
+    except ProviderNotFound as err:
+        raise refused("parent provider UUID does not exist.") from err
+    except InvalidRequest as err:
+        raise refused(err.message) from err
 
 
 def _name_is_free(ctx: Ctx, name: str) -> None:

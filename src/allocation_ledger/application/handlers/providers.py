@@ -11,6 +11,7 @@ from allocation_ledger.application.inputs import (
     DevicesSetIn,
     InventoriesIn,
     InventoryIn,
+    ParentIn,
     ProviderIn,
     RenameProviderIn,
 )
@@ -93,6 +94,23 @@ def rename(uow: UnitOfWork, cmd: RenameProviderIn) -> None:
     provider.rename(cmd.name, uow.request)
     release_name(uow, old, provider.uuid)
     take_name(uow, cmd.name, provider.uuid)
+
+
+def set_parent(uow: UnitOfWork, cmd: ParentIn) -> None:
+    """A provider moved under another, or made a root, with every provider below it."""
+    provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
+    parent = uow.provider(cmd.parent_uuid) if cmd.parent_uuid is not None else None
+    old_parent = None
+    if provider.parent_uuid is not None and provider.parent_uuid != cmd.parent_uuid:
+        old_parent = uow.provider(provider.parent_uuid)
+    descendants: list[Provider] = []
+    pending = list(provider.children)
+    while pending:
+        child = uow.provider(pending.pop())
+        descendants.append(child)
+        pending.extend(child.children)
+    provider.move_under(parent, old_parent, descendants, uow.request,
+                        reparenting=cmd.reparenting)
 
 
 def delete(uow: UnitOfWork, cmd: DeleteProviderIn) -> None:

@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.http import (
+    allocation_candidates,
     allocations,
     errors,
     inventories,
@@ -55,6 +56,7 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
     ("/resource_classes/{name}", "GET", resource_classes.show_class, (1, 2)),
     ("/resource_classes/{name}", "PUT", resource_classes.put_class, (1, 2)),
     ("/resource_classes/{name}", "DELETE", resource_classes.delete_class, (1, 2)),
+    ("/allocation_candidates", "GET", allocation_candidates.list_candidates, (1, 10)),
     *ledger_routes.ROUTES,
 )
 

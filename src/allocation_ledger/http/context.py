@@ -66,6 +66,8 @@ class Ctx:
             raise errors.HTTPError(400, f"Malformed JSON: {err}") from None
 
     sent: list[int] = field(default_factory=lambda: [0], compare=False)
+    #: every ``(name, value)`` of the query string in order, repeated names included
+    query_items: tuple[tuple[str, str], ...] = ()
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -110,7 +112,8 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
                                                   f"served from {microversion.text(since)}")
             ctx = Ctx(ledger, version, caller, request_id, dict(request.path_params),
                       dict(request.query_params), await request.body(),
-                      request.headers.get(IDEMPOTENCY_KEY))
+                      request.headers.get(IDEMPOTENCY_KEY),
+                      query_items=tuple(request.query_params.multi_items()))
             reply = await run_in_threadpool(_guarded, handler, ctx)
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)

@@ -28,6 +28,10 @@ _NAMED = r"[a-zA-Z0-9_-]{1,64}"
 _PREFIXES = ("resources", "required", "member_of", "in_tree")
 _LIMIT = re.compile(r"^[1-9][0-9]*$")
 _POLICIES = ("none", "isolate")
+# Placement's error codes for these query errors (placement/errors.py)
+BAD_VALUE = "placement.query.bad_value"
+MISSING_VALUE = "placement.query.missing_value"
+DUPLICATE_KEY = "placement.query.duplicate_key"
 
 
 def parse(version: Version, items: Items) -> CandidatesRequest:
@@ -126,13 +130,14 @@ def _root_required(items: Items) -> tuple[frozenset[str], frozenset[str]]:
     if not values:
         return frozenset(), frozenset()
     if len(values) > 1:
-        raise HTTPError(400, "Query parameter 'root_required' may be specified only once.")
+        raise HTTPError(400, "Query parameter 'root_required' may be specified only once.",
+                        DUPLICATE_KEY)
     any_of, forbidden = _traits(values[0], allow_forbidden=True, allow_any=False)
     required = frozenset(t for names in any_of for t in names)
     conflicts = sorted(required & forbidden)
     if conflicts:
         raise HTTPError(400, "Conflicting required and forbidden traits found in "
-                             f"root_required: {', '.join(conflicts)}")
+                             f"root_required: {', '.join(conflicts)}", BAD_VALUE)
     return required, forbidden
 
 
@@ -142,7 +147,7 @@ def _same_subtrees(items: Items) -> tuple[frozenset[str], ...]:
         suffixes = frozenset(s.strip() for s in value.split(","))
         if "" in suffixes:
             raise HTTPError(400, "Empty string (unsuffixed group) can not be specified in "
-                                 "`same_subtree` ")
+                                 "`same_subtree` ", BAD_VALUE)
         found.append(suffixes)
     return tuple(found)
 
@@ -292,17 +297,17 @@ def _check_resourceless(groups: list[RequestGroup],
     resourceless = [g.suffix for g in groups if not g.resources]
     if len(resourceless) == len(groups):
         raise HTTPError(400, "There must be at least one resources or resources[$S] "
-                             "parameter.")
+                             "parameter.", MISSING_VALUE)
     in_subtrees = set().union(*same_subtrees)
     bad = sorted(s for s in resourceless if s not in in_subtrees)
     if bad:
         raise HTTPError(400, "Resourceless suffixed group request should be specified in "
-                             f"`same_subtree` query param: bad group(s) - {bad}.")
+                             f"`same_subtree` query param: bad group(s) - {bad}.", BAD_VALUE)
     suffixes = [g.suffix for g in groups]
     unknown = sorted(s for s in in_subtrees if s not in suffixes)
     if unknown:
         raise HTTPError(400, f"Real suffixes should be specified in `same_subtree`: "
-                             f"{unknown} not found in {suffixes}.")
+                             f"{unknown} not found in {suffixes}.", BAD_VALUE)
 
 
 def _check_orphans(groups: list[RequestGroup]) -> None:

@@ -43,7 +43,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from allocation_ledger.domain.candidates_groups import Exists, Part, check_traits, group_parts
+from allocation_ledger.domain.candidates_groups import (
+    Exists,
+    Options,
+    Part,
+    check_traits,
+    group_options,
+)
 from allocation_ledger.domain.candidates_index import CloudIndex
 from allocation_ledger.domain.candidates_request import (
     AllocationRequest,
@@ -54,7 +60,7 @@ from allocation_ledger.domain.candidates_request import (
     SummaryResource,
 )
 
-Key = tuple[tuple[tuple[str, str, int], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+Key = tuple[frozenset[tuple[str, str, int]], frozenset[tuple[str, tuple[str, ...]]]]
 
 
 def search(snapshots: Iterable[ProviderSnapshot], request: CandidatesRequest, *,
@@ -63,14 +69,21 @@ def search(snapshots: Iterable[ProviderSnapshot], request: CandidatesRequest, *,
     provider). ``class_exists`` / ``trait_exists`` say which names exist: an unknown one is
     refused with ``NoSuchResourceClass`` / ``NoSuchTraits``, at the point Placement
     refuses it."""
-    cloud = CloudIndex(snapshots)
+    return search_index(CloudIndex(snapshots), request, class_exists=class_exists,
+                        trait_exists=trait_exists)
+
+
+def search_index(cloud: CloudIndex, request: CandidatesRequest, *, class_exists: Exists,
+                 trait_exists: Exists) -> Candidates:
+    """:func:`search` over an index already built (the index is read, never changed, so one
+    index can answer many requests while the cloud it was built from stands)."""
     roots = _anchor_roots(cloud, request, trait_exists)
     if roots is not None and not roots:
         return Candidates()
-    parts: list[list[Part]] = []
+    parts: list[Options] = []
     for group in request.groups:
-        found = group_parts(cloud, group, roots, class_exists, trait_exists)
-        if not found:
+        found = group_options(cloud, group, roots, class_exists, trait_exists)
+        if not found.any():
             return Candidates()
         parts.append(found)
     old_and_nested = not request.nested_aware and cloud.has_trees
@@ -100,20 +113,16 @@ def _first(found: Iterator[AllocationRequest], limit: int | None) -> Iterator[Al
 
 
 def _combined(cloud: CloudIndex, request: CandidatesRequest,
-              parts: list[list[Part]]) -> Iterator[AllocationRequest]:
+              parts: list[Options]) -> Iterator[AllocationRequest]:
     """Every valid combination of one part per group, per anchor, once each."""
-    by_group: list[dict[str, list[Part]]] = []
-    for group_parts_ in parts:
-        by_anchor: dict[str, list[Part]] = {}
-        for p in group_parts_:
-            by_anchor.setdefault(p.anchor, []).append(p)
-        by_group.append(by_anchor)
-    anchors = set(by_group[0]).intersection(*by_group[1:])
+    anchors = parts[0].anchors.intersection(*(p.anchors for p in parts[1:]))
     granular = [g.use_same_provider for g in request.groups]
     isolate = request.group_policy == "isolate"
     seen: set[Key] = set()
     for anchor in sorted(anchors):
-        lists = [b[anchor] for b in by_group]
+        lists = [p.parts(anchor) for p in parts]
+        if not all(lists):
+            continue
         for combo in _product(cloud, lists, granular if isolate else None):
             if not _same_subtrees(cloud, request, combo):
                 continue
@@ -188,19 +197,18 @@ def _same_subtrees(cloud: CloudIndex, request: CandidatesRequest,
 
 def _consolidated(request: CandidatesRequest,
                   combo: tuple[Part, ...]) -> tuple[AllocationRequest, Key]:
-    amounts: dict[tuple[str, str], int] = {}
-    mappings: dict[str, set[str]] = {}
+    allocations: dict[str, dict[str, int]] = {}
+    mappings: dict[str, tuple[str, ...]] = {}
     for group, part in zip(request.groups, combo, strict=True):
         for rp, rc, n in part.resources:
-            amounts[rp, rc] = amounts.get((rp, rc), 0) + n
-        mappings.setdefault(group.suffix, set()).update(part.providers)
-    allocations: dict[str, dict[str, int]] = {}
-    for (rp, rc), n in sorted(amounts.items()):
-        allocations.setdefault(rp, {})[rc] = n
-    mapped = {suffix: tuple(sorted(rps)) for suffix, rps in mappings.items()}
-    key = (tuple(sorted((rp, rc, n) for (rp, rc), n in amounts.items())),
-           tuple(sorted(mapped.items())))
-    return AllocationRequest(allocations, mapped), key
+            on_rp = allocations.setdefault(rp, {})
+            on_rp[rc] = on_rp.get(rc, 0) + n
+        known = mappings.get(group.suffix)
+        mappings[group.suffix] = part.providers if known is None else tuple(
+            sorted({*known, *part.providers}))
+    key = (frozenset((rp, rc, n) for rp, res in allocations.items() for rc, n in res.items()),
+           frozenset(mappings.items()))
+    return AllocationRequest(allocations, mappings), key
 
 
 def _trees(cloud: CloudIndex, areqs: list[AllocationRequest]) -> list[str]:
@@ -222,8 +230,9 @@ def _summaries(cloud: CloudIndex, roots: list[str],
 
 def summary(s: ProviderSnapshot) -> ProviderSummary:
     """A provider as a candidates answer summarises it."""
-    resources = {rc: SummaryResource(inv.capacity, s.used(rc))
-                 for rc, inv in sorted(s.inventories.items())}
+    usages = s.usages
+    resources = {rc: SummaryResource(inv.capacity, usages.get(rc, 0))
+                 for rc, inv in s.inventories.items()}
     return ProviderSummary(s.uuid, s.parent_uuid, s.root_uuid, resources, tuple(sorted(s.traits)))
 
 

@@ -46,27 +46,52 @@ class Part:
     providers: tuple[str, ...]
 
 
-def group_parts(cloud: CloudIndex, group: RequestGroup, roots: set[str] | None,
-                class_exists: Exists, trait_exists: Exists) -> list[Part]:
-    """Every part satisfying ``group`` whose anchor is in ``roots`` (any when ``None``),
-    anchors in UUID order. Unknown classes and traits are refused in Placement's order:
-    classes, then (unless no provider is in the ``member_of`` aggregates) traits."""
+class Options:
+    """A group's parts by anchor, worked out for an anchor only when asked for, so a search
+    that stops at its limit never builds the parts of the trees it does not reach."""
+
+    def __init__(self, anchors: set[str], build: Callable[[str], list[Part]]) -> None:
+        #: the anchors that may have parts (a part's own checks may still rule one out)
+        self.anchors = anchors
+        self._build = build
+        self._built: dict[str, list[Part]] = {}
+
+    def parts(self, anchor: str) -> list[Part]:
+        """The group's parts for ``anchor``, by provider UUID."""
+        found = self._built.get(anchor)
+        if found is None:
+            found = self._built[anchor] = self._build(anchor) if anchor in self.anchors else []
+        return found
+
+    def any(self) -> bool:
+        """True when some anchor has a part."""
+        return any(self.parts(a) for a in sorted(self.anchors))
+
+
+NONE = Options(set(), lambda anchor: [])
+
+
+def group_options(cloud: CloudIndex, group: RequestGroup, roots: set[str] | None,
+                  class_exists: Exists, trait_exists: Exists) -> Options:
+    """The parts satisfying ``group`` whose anchor is in ``roots`` (any when ``None``).
+    Unknown classes and traits are refused in Placement's order: classes, then (unless no
+    provider is in the ``member_of`` aggregates) traits."""
     for rc in group.resources:
         if not class_exists(rc):
             raise NoSuchResourceClass(rc)
     in_aggs = cloud.in_every(group.member_of) if group.member_of else None
     if in_aggs is not None and not in_aggs:
-        return []
+        return NONE
     check_traits(trait_exists, (*group.required, group.forbidden))
     tree_root = None
     if group.in_tree is not None:
         found = cloud.by_uuid.get(group.in_tree)
         if found is None:
-            return []
+            return NONE
         tree_root = found.root_uuid
     fit = {rc: cloud.fitting(rc, n, tree_root) for rc, n in group.resources.items()}
     if not all(fit.values()):
-        return []
+        return NONE
     bad = cloud.in_any(group.forbidden_aggregates)
     if group.use_same_provider:
         return _single(cloud, group, fit, roots, in_aggs, bad)
@@ -82,7 +107,7 @@ def check_traits(trait_exists: Exists, trait_sets: tuple[frozenset[str], ...]) -
 
 
 def _single(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[ProviderSnapshot]],
-            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> list[Part]:
+            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> Options:
     if group.resources:
         first, *others = fit.values()
         others_ok = [{s.uuid for s in f} for f in others]
@@ -90,49 +115,54 @@ def _single(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[Provider
     elif group.required or in_aggs is not None:
         chosen = list(cloud.by_uuid.values())
     else:
-        return []
-    parts: list[Part] = []
-    for s in sorted(chosen, key=lambda s: s.uuid):
+        return NONE
+    by_anchor: dict[str, list[Part]] = {}
+    for s in chosen:
         if not (has_required(s.traits, group.required) and group.forbidden.isdisjoint(s.traits)
                 and (in_aggs is None or s.uuid in in_aggs) and s.uuid not in bad):
             continue
         resources = tuple((s.uuid, rc, n) for rc, n in group.resources.items())
-        anchors = {s.root_uuid}
-        if s.uuid in cloud.sharing:
-            anchors |= cloud.anchors(s.uuid)
-        parts.extend(Part(anchor, resources, (s.uuid,)) for anchor in sorted(anchors)
-                     if roots is None or anchor in roots)
-    return sorted(parts, key=lambda p: p.anchor)
+        anchors = cloud.anchors(s.uuid) | {s.root_uuid} if s.uuid in cloud.sharing \
+            else (s.root_uuid,)
+        for anchor in anchors:
+            if roots is None or anchor in roots:
+                by_anchor.setdefault(anchor, []).append(Part(anchor, resources, (s.uuid,)))
+    return Options(set(by_anchor),
+                   lambda anchor: sorted(by_anchor[anchor], key=lambda p: p.providers))
 
 
 def _spread(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[ProviderSnapshot]],
-            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> list[Part]:
-    per_class: list[dict[str, list[str]]] = []  # class -> anchor -> providers
-    common: set[str] | None = None
+            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> Options:
+    per_class: list[dict[str, dict[str, None]]] = []  # class -> anchor -> providers
     for fitting in fit.values():
-        pairs = {(s.uuid, s.root_uuid) for s in fitting}
-        if group.in_tree is None:  # in_tree keeps the group inside that tree
-            pairs |= {(s.uuid, anchor) for s in fitting if s.uuid in cloud.sharing
-                      and (in_aggs is None or s.uuid in in_aggs)
-                      for anchor in cloud.anchors(s.uuid)}
-        by_anchor: dict[str, list[str]] = {}
-        for rp, anchor in sorted(pairs):
-            if ((roots is None or anchor in roots)
-                    and (in_aggs is None or rp in in_aggs or anchor in in_aggs)
-                    and rp not in bad and anchor not in bad):
-                by_anchor.setdefault(anchor, []).append(rp)
+        by_anchor: dict[str, dict[str, None]] = {}
+        for s in fitting:
+            anchors = [s.root_uuid]
+            if group.in_tree is None and s.uuid in cloud.sharing and (
+                    in_aggs is None or s.uuid in in_aggs):  # in_tree: that tree alone
+                anchors += cloud.anchors(s.uuid)
+            for anchor in anchors:
+                if ((roots is None or anchor in roots)
+                        and (in_aggs is None or s.uuid in in_aggs or anchor in in_aggs)
+                        and s.uuid not in bad and anchor not in bad):
+                    by_anchor.setdefault(anchor, {})[s.uuid] = None
         per_class.append(by_anchor)
-        common = set(by_anchor) if common is None else common & set(by_anchor)
+    common = set(per_class[0]).intersection(*per_class[1:])
     classes = list(fit)
-    parts: list[Part] = []
-    for anchor in sorted(common or ()):
-        for rps in itertools.product(*(c[anchor] for c in per_class)):
-            traits = [cloud.by_uuid[rp].traits for rp in rps]
-            if any(not group.forbidden.isdisjoint(t) for t in traits):
-                continue
-            if not has_required(frozenset().union(*traits), group.required):
-                continue
-            resources = tuple((rp, rc, group.resources[rc]) for rp, rc in
-                              zip(rps, classes, strict=True))
-            parts.append(Part(anchor, resources, tuple(sorted(set(rps)))))
-    return parts
+    amounts = [group.resources[rc] for rc in classes]
+    checks_traits = bool(group.required or group.forbidden)
+
+    def parts(anchor: str) -> list[Part]:
+        found = []
+        for rps in itertools.product(*(sorted(c[anchor]) for c in per_class)):
+            if checks_traits:
+                traits = [cloud.by_uuid[rp].traits for rp in rps]
+                if any(not group.forbidden.isdisjoint(t) for t in traits):
+                    continue
+                if not has_required(frozenset().union(*traits), group.required):
+                    continue
+            resources = tuple(zip(rps, classes, amounts, strict=True))
+            found.append(Part(anchor, resources, tuple(sorted(set(rps)))))
+        return found
+
+    return Options(common, parts)

@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from allocation_ledger.domain.candidates_request import SHARING_TRAIT, ProviderSnapshot
-from allocation_ledger.domain.rules import unit_problem
 
 
 class CloudIndex:
@@ -20,7 +19,10 @@ class CloudIndex:
 
     def __init__(self, snapshots: Iterable[ProviderSnapshot]) -> None:
         self.by_uuid: dict[str, ProviderSnapshot] = {}
-        self.by_class: dict[str, list[ProviderSnapshot]] = defaultdict(list)
+        #: class -> (provider, min_unit, max_unit, step_size, capacity left) of every provider
+        #: with an inventory of the class, so a fit is a few comparisons
+        self.by_class: dict[str, list[tuple[ProviderSnapshot, int, int, int, int]]] = \
+            defaultdict(list)
         self.members: dict[str, list[str]] = defaultdict(list)
         self.trees: dict[str, list[str]] = defaultdict(list)
         self.sharing: set[str] = set()
@@ -29,8 +31,10 @@ class CloudIndex:
         self._anchors: dict[str, frozenset[str]] = {}
         for s in snapshots:
             self.by_uuid[s.uuid] = s
-            for rc in s.inventories:
-                self.by_class[rc].append(s)
+            usages = s.usages
+            for rc, inv in s.inventories.items():
+                self.by_class[rc].append((s, inv.min_unit, inv.max_unit, inv.step_size,
+                                          inv.capacity - usages.get(rc, 0)))
             for agg in s.aggregates:
                 self.members[agg].append(s.uuid)
             self.trees[s.root_uuid].append(s.uuid)
@@ -41,10 +45,11 @@ class CloudIndex:
 
     def fitting(self, rc: str, amount: int, tree_root: str | None) -> list[ProviderSnapshot]:
         """Providers (of the tree of ``tree_root`` when given) that could take ``amount`` of
-        ``rc`` on their own: min/max/step allowed and ``used + amount`` within capacity."""
-        return [s for s in self.by_class.get(rc, ())
-                if (tree_root is None or s.root_uuid == tree_root)
-                and fits(s, rc, amount)]
+        ``rc`` on their own: ``rules.unit_problem``'s min/max/step rules, and ``used +
+        amount`` within capacity, as comparisons over the rows the index keeps."""
+        return [s for s, lo, hi, step, left in self.by_class.get(rc, ())
+                if lo <= amount <= hi and amount <= left and not amount % step
+                and (tree_root is None or s.root_uuid == tree_root)]
 
     def in_every(self, member_of: tuple[frozenset[str], ...]) -> set[str]:
         """Providers that are in at least one aggregate of every set of ``member_of``."""
@@ -77,14 +82,6 @@ class CloudIndex:
             found.add(parent)
             parent = self.by_uuid[parent].parent_uuid
         return found
-
-
-def fits(s: ProviderSnapshot, rc: str, amount: int) -> bool:
-    """True when ``amount`` of ``rc`` obeys the provider's unit rules and fits in what is
-    left: ``used + amount <= (total - reserved) * allocation_ratio``."""
-    inv = s.inventories.get(rc)
-    return (inv is not None and unit_problem(inv, amount) is None
-            and s.used(rc) + amount <= inv.capacity)
 
 
 def has_required(traits: frozenset[str] | set[str],

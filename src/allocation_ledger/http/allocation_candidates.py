@@ -33,6 +33,7 @@ from allocation_ledger.domain.candidates_request import (
 from allocation_ledger.http import candidates_query
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.errors import HTTPError
+from allocation_ledger.http.microversion import Version
 
 
 def list_candidates(ctx: Ctx) -> Reply:
@@ -49,37 +50,38 @@ def list_candidates(ctx: Ctx) -> Reply:
     headers = {}
     if ctx.at_least(1, 15):
         headers = {"cache-control": "no-cache", "last-modified": formatdate(usegmt=True)}
-    return Reply(body=shape(ctx, request, found), headers=headers)
+    return Reply(body=shape(ctx.version, request, found), headers=headers)
 
 
-def shape(ctx: Ctx, request: CandidatesRequest, found: Candidates) -> dict[str, Any]:
-    """The answer's body at the request's microversion."""
-    return {"allocation_requests": [_request(ctx, a) for a in found.allocation_requests],
-            "provider_summaries": _summaries(ctx, request, found)}
+def shape(version: Version, request: CandidatesRequest, found: Candidates) -> dict[str, Any]:
+    """The answer's body at microversion ``version``."""
+    return {"allocation_requests": [_request(version, a) for a in found.allocation_requests],
+            "provider_summaries": _summaries(version, request, found)}
 
 
-def _request(ctx: Ctx, areq: AllocationRequest) -> dict[str, Any]:
-    if not ctx.at_least(1, 12):
+def _request(version: Version, areq: AllocationRequest) -> dict[str, Any]:
+    if version < (1, 12):
         return {"allocations": [{"resource_provider": {"uuid": rp}, "resources": res}
                                 for rp, res in areq.allocations.items()]}
     body: dict[str, Any] = {"allocations": {rp: {"resources": res}
                                             for rp, res in areq.allocations.items()}}
-    if ctx.at_least(1, 34):
+    if version >= (1, 34):
         body["mappings"] = {suffix: list(rps) for suffix, rps in areq.mappings.items()}
     return body
 
 
-def _summaries(ctx: Ctx, request: CandidatesRequest, found: Candidates) -> dict[str, Any]:
-    every_class = ctx.at_least(1, 27)
+def _summaries(version: Version, request: CandidatesRequest,
+               found: Candidates) -> dict[str, Any]:
+    every_class = version >= (1, 27)
     asked = {rc for g in request.groups for rc in g.resources}
     body: dict[str, Any] = {}
     for s in found.provider_summaries:
         entry: dict[str, Any] = {"resources": {
             rc: {"capacity": r.capacity, "used": r.used} for rc, r in s.resources.items()
             if every_class or rc in asked}}
-        if ctx.at_least(1, 17):
+        if version >= (1, 17):
             entry["traits"] = list(s.traits)
-        if ctx.at_least(1, 29):
+        if version >= (1, 29):
             entry["parent_provider_uuid"] = s.parent_uuid
             entry["root_provider_uuid"] = s.root_uuid
         body[s.uuid] = entry

@@ -211,9 +211,9 @@ def run(seed: int, clouds: int, queries: int) -> dict[str, int]:
     for _ in range(clouds):
         providers = random_cloud(rng)
         asked = [random_query(rng, providers) for _ in range(queries)]
-        out = subprocess.run([python, str(DRIVER)], input=json.dumps(
-            {"providers": providers, "traits": CREATED, "queries": asked}), capture_output=True, text=True,
-            check=True, cwd=DRIVER.parent)
+        given = {"providers": providers, "traits": CREATED, "queries": asked}
+        out = subprocess.run([python, str(DRIVER)], input=json.dumps(given),
+                             capture_output=True, text=True, check=True, cwd=DRIVER.parent)
         theirs = json.loads(out.stdout)
         for (version, query), placement in zip(asked, theirs, strict=True):
             ours = ledger_answer(providers, version, query)

@@ -79,8 +79,9 @@ def random_cloud(rng: random.Random) -> list[dict[str, Any]]:
         providers.append(p)
         return p
 
+    all_flat = rng.random() < 0.25  # Placement takes other paths in a cloud without trees
     for h in range(rng.randint(2, 4)):
-        flat = rng.random() < 0.4
+        flat = all_flat or rng.random() < 0.4
         root = add(f"cn{h}", None,
                    ["VCPU", "MEMORY_MB", "DISK_GB"] if flat
                    else rng.sample(["DISK_GB", "SRIOV_NET_VF"], rng.randint(0, 1)),
@@ -92,7 +93,7 @@ def random_cloud(rng: random.Random) -> list[dict[str, Any]]:
                        traits=("HW_NUMA_ROOT",), in_aggs=rng.random() < 0.15)
             if rng.random() < 0.5:
                 add(f"cn{h}-numa{n}-pf", numa, ["SRIOV_NET_VF"])
-    for s in range(rng.randint(0, 2)):
+    for s in range(rng.randint(0, 1 if all_flat else 2)):
         add(f"shared{s}", None, rng.sample(["DISK_GB", "SRIOV_NET_VF"], rng.randint(1, 2)),
             traits=(SHARING_TRAIT,), in_aggs=True)
     return providers

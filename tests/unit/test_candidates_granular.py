@@ -109,3 +109,36 @@ def test_summaries_show_capacity_and_every_class_of_the_provider() -> None:
 def test_mappings_name_the_provider_of_each_group() -> None:
     answer = granular().ask("resources=VCPU:1&resources1=DISK_GB:100&member_of1=$aggC", V)
     assert answer.mappings == [{"": ["cn_right"], "1": ["cn_right"]}]
+
+
+# allocation-candidates-any-traits.yaml (GranularFixture): name, version, query, candidates,
+# amounts
+ANY_TRAITS = [
+    ("the second required field overwrites the first before 1.39", (1, 38),
+     "required=CUSTOM_FOO&required=HW_CPU_X86_MMX&resources=VCPU:1", 1,
+     {("cn_right", "VCPU"): [1]}),
+    ("the second required field overwrites the first in named groups", (1, 38),
+     "requiredX=CUSTOM_FOO&requiredX=HW_CPU_X86_MMX&resourcesX=VCPU:1", 1,
+     {("cn_right", "VCPU"): [1]}),
+    ("OR, AND and NOT trait queries", (1, 39),
+     "required=in:HW_GPU_API_DXVA,HW_NIC_ACCEL_TLS&required=HW_CPU_X86_AVX,!CUSTOM_FOO"
+     "&resources=VCPU:1,DISK_GB:1", 2,
+     {("cn_middle", "VCPU"): [1, 1], ("shr_disk_1", "DISK_GB"): [1],
+      ("shr_disk_2", "DISK_GB"): [1]}),
+    ("multiple OR queries", (1, 39),
+     "required=in:HW_CPU_X86_MMX,HW_NIC_ACCEL_TLS&required=in:CUSTOM_DISK_SSD,CUSTOM_FOO"
+     "&resources=VCPU:1,DISK_GB:1", 3,
+     {("cn_middle", "VCPU"): [1], ("shr_disk_1", "DISK_GB"): [1],
+      ("cn_right", "VCPU"): [1, 1], ("cn_right", "DISK_GB"): [1],
+      ("shr_disk_2", "DISK_GB"): [1]}),
+]
+
+
+@pytest.mark.parametrize(("version", "query", "candidates", "amounts"),
+                         [c[1:] for c in ANY_TRAITS], ids=[c[0] for c in ANY_TRAITS])
+def test_any_traits_gabbit(version: tuple[int, int], query: str, candidates: int,
+                           amounts: dict[tuple[str, str], list[int]]) -> None:
+    answer = granular().ask(query, version)
+    assert len(answer) == candidates
+    for (provider, rc), expected in amounts.items():
+        assert answer.amounts(provider, rc) == expected, (provider, rc)

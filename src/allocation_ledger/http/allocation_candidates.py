@@ -22,7 +22,6 @@ from __future__ import annotations
 from email.utils import formatdate
 from typing import Any
 
-from allocation_ledger.application.candidates import allocation_candidates
 from allocation_ledger.domain.candidates_request import (
     AllocationRequest,
     Candidates,
@@ -41,7 +40,7 @@ def list_candidates(ctx: Ctx) -> Reply:
     items = ctx.query_items or tuple(ctx.query.items())
     request = candidates_query.parse(ctx.version, items)
     try:
-        found = allocation_candidates(ctx.ledger.store, request)
+        found = ctx.ledger.allocation_candidates(request)
     except NoSuchResourceClass as err:
         raise HTTPError(400, "Invalid resource class in resources parameter: "
                              f"{err.message}") from None

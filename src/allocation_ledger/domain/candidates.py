@@ -41,6 +41,7 @@ and the search stops once it has them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 from allocation_ledger.domain.candidates_groups import (
@@ -75,8 +76,10 @@ def search(snapshots: Iterable[ProviderSnapshot], request: CandidatesRequest, *,
 
 def search_index(cloud: CloudIndex, request: CandidatesRequest, *, class_exists: Exists,
                  trait_exists: Exists) -> Candidates:
-    """:func:`search` over an index already built (the index is read, never changed, so one
-    index can answer many requests while the cloud it was built from stands)."""
+    """:func:`search` over an index already built (the search only reads it: one index,
+    kept current with ``put`` / ``drop``, answers request after request)."""
+    if not request.groups:
+        return Candidates()
     roots = _anchor_roots(cloud, request, trait_exists)
     if roots is not None and not roots:
         return Candidates()
@@ -88,7 +91,7 @@ def search_index(cloud: CloudIndex, request: CandidatesRequest, *, class_exists:
         parts.append(found)
     old_and_nested = not request.nested_aware and cloud.has_trees
     limit = None if old_and_nested else request.limit
-    chosen = list(_first(_combined(cloud, request, parts), limit))
+    chosen = list(itertools.islice(_combined(cloud, request, parts), limit))
     if old_and_nested:
         return _flat_answer(cloud, chosen, request.limit)
     return Candidates(tuple(chosen), _summaries(cloud, _trees(cloud, chosen)))
@@ -103,13 +106,6 @@ def _anchor_roots(cloud: CloudIndex, request: CandidatesRequest,
     check_traits(trait_exists, (required, forbidden))
     return {s.uuid for s in cloud.by_uuid.values() if s.parent_uuid is None
             and required <= s.traits and forbidden.isdisjoint(s.traits)}
-
-
-def _first(found: Iterator[AllocationRequest], limit: int | None) -> Iterator[AllocationRequest]:
-    for n, areq in enumerate(found):
-        if limit is not None and n >= limit:
-            return
-        yield areq
 
 
 def _combined(cloud: CloudIndex, request: CandidatesRequest,

@@ -244,3 +244,55 @@ def test_candidates_equal_placements(seed: int) -> None:
 def test_candidates_equal_placements_many(seed: int) -> None:
     counts = run(seed, clouds=5, queries=80)
     assert counts["compared"] > 250 and counts["answered"] > 60, counts
+
+
+AGG = "11111111-1111-4111-8111-111111111111"
+BAD_QUERIES = [
+    ("1.10", "resources="), ("1.10", "resources=VCPU"), ("1.10", "resources=VCPU:x"),
+    ("1.10", "resources=VCPU:0"), ("1.16", "limit=1"), ("1.15", "resources=VCPU:1&limit=1"),
+    ("1.16", "resources=VCPU:1&limit=0"), ("1.16", "resources=VCPU:1&limit=-1"),
+    ("1.25", "resources1=VCPU:1&resources2=VCPU:1"),
+    ("1.25", "resources=VCPU:1&group_policy=bogus"), ("1.25", "resources01=VCPU:1"),
+    ("1.33", "resources1@=VCPU:1"), ("1.31", "resources=VCPU:1&in_tree=xx"),
+    ("1.21", "resources=VCPU:1&required=!A"), ("1.38", "resources=VCPU:1&required=in:A,B"),
+    ("1.39", "resources=VCPU:1&required=in:A,!B"), ("1.39", "resources=VCPU:1&required=in:A,,B"),
+    ("1.22", "resources=VCPU:1&required=A,!A"), ("1.22", "resources=VCPU:1&required=A,,B"),
+    ("1.21", "resources=VCPU:1&required=A,,B"), ("1.24", "resources=VCPU:1&member_of=a,b"),
+    ("1.23", f"resources=VCPU:1&member_of=in:{AGG}&member_of={AGG}"),
+    ("1.31", f"resources=VCPU:1&member_of=!{AGG}"), ("1.32", "resources=VCPU:1&member_of=nope"),
+    ("1.36", "resources=VCPU:1&required_X=FOO&same_subtree=_Y"),
+    ("1.36", "resources=VCPU:1&resources_X=VCPU:1&same_subtree=_X,_Z&group_policy=none"),
+    ("1.36", "resources=VCPU:1&same_subtree=,_X"), ("1.36", "required_X=FOO&same_subtree=_X"),
+    ("1.36", "group_policy=none"), ("1.25", "group_policy=none"),
+    ("1.35", "resources=VCPU:1&root_required=A&root_required=B"),
+    ("1.35", "resources=VCPU:1&root_required=A,!A"),
+    ("1.35", "resources=VCPU:1&root_required=in:A"), ("1.25", "required=FOO&required1=BAR"),
+    ("1.25", f"member_of={AGG}&resources1=VCPU:1"),
+    ("1.31", f"resources=VCPU:1&in_tree1={AGG}"), ("1.10", "resources=VCPU:1&foo=1"),
+    ("1.25", "resources=VCPU:1&foo=1"), ("1.34", "resources=VCPU:1&root_required=A"),
+    ("1.35", "resources=VCPU:1&same_subtree=_A"), ("1.10", "resources=NOPE:1"),
+    ("1.17", "resources=VCPU:1&required=CUSTOM_NOPE"),
+]
+
+
+def test_bad_queries_are_refused_with_placements_texts() -> None:
+    """Each 400 of Placement 16, its status and text (Placement wraps the text in webob's
+    sentence; the ledger's first line is found inside it)."""
+    given = {"providers": [], "traits": [], "queries": BAD_QUERIES}
+    out = subprocess.run([placement_python(), str(DRIVER)], input=json.dumps(given),
+                         capture_output=True, text=True, check=True, cwd=DRIVER.parent)
+    for (version, query), theirs in zip(BAD_QUERIES, json.loads(out.stdout), strict=True):
+        major, minor = (int(x) for x in version.split("."))
+        try:
+            request = parse((major, minor), [tuple(kv.split("=", 1))  # type: ignore[misc]
+                                             for kv in query.split("&")])
+            search([], request, class_exists=is_valid_resource_class,
+                   trait_exists=lambda t: not t.startswith("CUSTOM_"))
+        except HTTPError as err:
+            ours = err.detail
+        except InvalidRequest as err:
+            ours = err.message
+        else:
+            ours = "(answered)"
+        assert theirs["status"] == 400, (version, query)
+        assert ours.split("\n")[0] in theirs["body"]["errors"][0]["detail"], (version, query)

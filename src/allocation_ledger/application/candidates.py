@@ -63,13 +63,14 @@ class CandidatesSource:
                                 trait_exists=trait_exists)
 
     def _caught_up(self) -> CloudIndex:
+        # the position is taken before the loads and kept only once they succeed: what
+        # commits meanwhile is read again next time (loading a stream again is harmless)
         if self._index is None:
-            # the position first: what commits while the providers load is read next time
-            self._position = self.store.recorder.max_notification_id() or 0
-            self._index = CloudIndex()
-            self._load(self._index, [provider_stream_id(u)
-                                     for u in catalog.providers(self.store)])
-            return self._index
+            position = self.store.recorder.max_notification_id() or 0
+            index = CloudIndex()
+            self._load(index, [provider_stream_id(u) for u in catalog.providers(self.store)])
+            self._index, self._position = index, position
+            return index
         changed: dict[UUID | str, None] = {}
         start = self._position + 1
         while found := self.store.recorder.select_notifications(start, BATCH):
@@ -77,9 +78,9 @@ class CandidatesSource:
                 if n.originator_id in self._streams or n.topic == REGISTERED:
                     changed[n.originator_id] = None
             start = found[-1].id + 1
-        self._position = start - 1
         if changed:
             self._load(self._index, list(changed))
+        self._position = start - 1
         return self._index
 
     def _load(self, index: CloudIndex, streams: list[Any]) -> None:

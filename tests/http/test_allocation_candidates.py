@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import pytest
 
-from tests.http.server import Answer, Client
+from tests.http.server import Answer, Client, running_server
+from tests.stores import store_url
 
 
 @dataclass(frozen=True)
@@ -191,3 +193,26 @@ def test_placements_400s(client: Client, world: World, query: str, version: str,
     answer = ask(client, query, version)
     assert answer.status == 400, answer.body
     assert detail in answer.body["errors"][0]["detail"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_servers_on_one_store_agree_right_after_a_write(kind: str, tmp_path: Path) -> None:
+    with store_url(kind, tmp_path) as url, running_server(url) as port_a, \
+            running_server(url) as port_b:
+        a, b = Client(port_a), Client(port_b)
+        tag = uuid4().hex[:8].upper()
+        cpu = f"CUSTOM_CPU_{tag}"
+        query = f"resources={cpu}:2"
+        assert ask(b, query, "1.29").body["allocation_requests"] == []
+        host = _provider(a, "host")
+        _inventories(a, host, {cpu: 4})
+        for first, second in ((a, b), (b, a)):
+            assert ask(second, query, "1.29").body == ask(first, query, "1.29").body
+        assert len(ask(b, query, "1.29").body["allocation_requests"]) == 1
+        claim = {"allocations": {host: {"resources": {cpu: 3}}}, "project_id": "p",
+                 "user_id": "u"}
+        assert a.call("PUT", f"/allocations/{uuid4()}", claim, "1.12").status == 204
+        assert ask(b, query, "1.29").body == {"allocation_requests": [],
+                                              "provider_summaries": {}}
+        a.close()
+        b.close()

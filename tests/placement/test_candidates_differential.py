@@ -243,7 +243,7 @@ def test_candidates_equal_placements(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(100, 110))
 def test_candidates_equal_placements_many(seed: int) -> None:
     counts = run(seed, clouds=5, queries=80)
-    assert counts["compared"] > 250 and counts["answered"] > 60, counts
+    assert counts["compared"] > 250 and counts["answered"] > 30, counts
 
 
 AGG = "11111111-1111-4111-8111-111111111111"

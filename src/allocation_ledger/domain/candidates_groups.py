@@ -110,25 +110,31 @@ def _single(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[Provider
             roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> Options:
     if group.resources:
         first, *others = fit.values()
-        others_ok = [{s.uuid for s in f} for f in others]
-        chosen = [s for s in first if all(s.uuid in ok for ok in others_ok)]
+        ok = set.intersection(*({s.uuid for s in f} for f in others)) if others else None
+        chosen = [s for s in first if ok is None or s.uuid in ok]
     elif group.required or in_aggs is not None:
         chosen = list(cloud.by_uuid.values())
     else:
         return NONE
-    by_anchor: dict[str, list[Part]] = {}
+    by_anchor: dict[str, list[ProviderSnapshot]] = {}
+    traits_asked = bool(group.required or group.forbidden)
     for s in chosen:
-        if not (has_required(s.traits, group.required) and group.forbidden.isdisjoint(s.traits)
-                and (in_aggs is None or s.uuid in in_aggs) and s.uuid not in bad):
+        if traits_asked and not (has_required(s.traits, group.required)
+                                 and group.forbidden.isdisjoint(s.traits)):
             continue
-        resources = tuple((s.uuid, rc, n) for rc, n in group.resources.items())
+        if (in_aggs is not None and s.uuid not in in_aggs) or s.uuid in bad:
+            continue
         anchors = cloud.anchors(s.uuid) | {s.root_uuid} if s.uuid in cloud.sharing \
             else (s.root_uuid,)
         for anchor in anchors:
             if roots is None or anchor in roots:
-                by_anchor.setdefault(anchor, []).append(Part(anchor, resources, (s.uuid,)))
-    return Options(set(by_anchor),
-                   lambda anchor: sorted(by_anchor[anchor], key=lambda p: p.providers))
+                by_anchor.setdefault(anchor, []).append(s)
+
+    def parts(anchor: str) -> list[Part]:
+        return [Part(anchor, tuple((s.uuid, rc, n) for rc, n in group.resources.items()),
+                     (s.uuid,)) for s in sorted(by_anchor[anchor], key=lambda s: s.uuid)]
+
+    return Options(set(by_anchor), parts)
 
 
 def _spread(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[ProviderSnapshot]],

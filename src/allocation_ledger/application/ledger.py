@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import catalog
 from allocation_ledger.application.attempts import Handler
+from allocation_ledger.application.candidates import CandidatesSource
 from allocation_ledger.application.command_ids import (
     CommandId,
     Intent,
@@ -60,6 +61,7 @@ from allocation_ledger.application.readside import ReadSide
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import trait as trait_rules
+from allocation_ledger.domain.candidates_request import Candidates, CandidatesRequest
 from allocation_ledger.domain.consumer import INSTANCE
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.domain.ids import consumer_stream_id, resource_class_stream_id
@@ -88,6 +90,8 @@ class Ledger:
         #: the group commit of this ledger's threads (``None``: off)
         self.commits = GroupCommit(store, self.policy) if group_commit else None
         self.read_side: ReadSide | None = None
+        #: the providers in memory for allocation candidates, kept up with the store
+        self.candidates_source = CandidatesSource(store)
 
     def _reader(self) -> UnitOfWork:
         """A unit of work to read the ledger's current state with (never committed)."""
@@ -645,6 +649,11 @@ class Ledger:
         views = guarded_read(in_flight)
         cutoff = started_by(now, age.older_than_seconds)
         return sorted((v for v in views if v.started_at <= cutoff), key=lambda v: v.started_at)
+
+    def allocation_candidates(self, request: CandidatesRequest) -> Candidates:
+        """Placement's ``GET /allocation_candidates`` for a parsed request, over the store
+        as it stands now (see ``application/candidates.py``)."""
+        return guarded_read(lambda: self.candidates_source.answer(request, self.trait_exists))
 
     def providers(self) -> dict[str, catalog.ProviderEntry]:
         """Every provider that exists (UUID, name, parent, root), in order of registration."""

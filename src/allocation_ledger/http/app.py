@@ -11,6 +11,7 @@ from starlette.routing import Route, compile_path
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.http import (
     aggregates,
+    allocation_candidates,
     allocations,
     errors,
     inventories,
@@ -70,6 +71,7 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
     (RP + "/traits", "DELETE", traits.delete_provider_traits, (1, 6)),
     (RP + "/aggregates", "GET", aggregates.provider_aggregates, (1, 1)),
     (RP + "/aggregates", "PUT", aggregates.set_provider_aggregates, (1, 1)),
+    ("/allocation_candidates", "GET", allocation_candidates.list_candidates, (1, 10)),
     *ledger_routes.ROUTES,
 )
 

@@ -76,6 +76,8 @@ class Ctx:
     method: str = "GET"
     #: every value of each query parameter, in order (``query`` keeps the last one)
     query_lists: Mapping[str, list[str]] = field(default_factory=dict, compare=False)
+    #: every ``(name, value)`` of the query string in order, repeated names included
+    query_items: tuple[tuple[str, str], ...] = ()
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
@@ -134,7 +136,8 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
                       request.headers.get(IDEMPOTENCY_KEY), content_type=content_type,
                       method=request.method,
                       query_lists={k: request.query_params.getlist(k)
-                                   for k in request.query_params})
+                                   for k in request.query_params},
+                      query_items=tuple(request.query_params.multi_items()))
             reply = await run_in_threadpool(_guarded, handler, ctx)
             location = reply.headers.get("location", "")
             if location.startswith("/"):  # absolute, as webob makes Placement's

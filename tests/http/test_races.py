@@ -93,3 +93,27 @@ def test_racing_through_two_servers_on_one_store() -> None:
             usages = client.call("GET", f"/resource_providers/{host}/usages").body["usages"]
             assert usages == {"VCPU": 1}
         client.close()
+
+
+@pytest.mark.postgres
+def test_racing_creates_of_one_provider_name_through_two_servers() -> None:
+    """Eight clients create a provider of one name at once through two server processes
+    on one PostgreSQL store: the name's stream lets exactly one in (200), the others get
+    Placement's 409 ``placement.duplicate_name``; one provider holds the name."""
+    with postgres_schema_url() as url, running_server(url) as first, \
+            running_server(url) as second:
+        client = Client(first)
+        for _ in range(ROUNDS // 4):
+            name = f"raced-{uuid4()}"
+
+            def create(c: Client, _: int, name: str = name) -> Answer:
+                return c.call("POST", "/resource_providers", {"name": name}, LATEST)
+
+            answers = _race([first, second], create)
+            assert sorted(a.status for a in answers) == [200] + [409] * (THREADS - 1)
+            assert {a.code for a in answers if a.status == 409} == {
+                "placement.duplicate_name"}
+            listed = client.call("GET", f"/resource_providers?name={name}",
+                                 version=LATEST).body
+            assert len(listed["resource_providers"]) == 1
+        client.close()

@@ -22,6 +22,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+#: fixed aggregate UUIDs for parameters (test ids must be the same in every xdist worker)
+AGG_A = "6f1c2b9e-0d4a-4c3e-9b8f-2a7e5d1c0b01"
+AGG_B = "6f1c2b9e-0d4a-4c3e-9b8f-2a7e5d1c0b02"
+
+
 def a_provider(client: Client, *, parent: str | None = None,
                inventories: dict[str, Any] | None = None) -> str:
     """A fresh provider (with inventory, if given); its UUID."""
@@ -270,10 +275,10 @@ def test_required_forbidden_and_any_traits(client: Client) -> None:
     (f"required={AVX2},", LATEST, "Got an empty trait"),
     (f"required={AVX2}", "1.17", "Invalid query string parameters"),
     ("member_of=not-a-uuid", LATEST, "Expected 'member_of' parameter to contain valid UUID"),
-    (f"member_of={new_id()},{new_id()}", LATEST, "must be prefixed with the 'in:'"),
-    (f"member_of={new_id()}&member_of={new_id()}", "1.23",
+    (f"member_of={AGG_A},{AGG_B}", LATEST, "must be prefixed with the 'in:'"),
+    (f"member_of={AGG_A}&member_of={AGG_B}", "1.23",
      "Multiple member_of parameters are not supported"),
-    (f"member_of=!{new_id()}", "1.31", "Forbidden member_of parameters are not supported"),
+    (f"member_of=!{AGG_A}", "1.31", "Forbidden member_of parameters are not supported"),
     ("member_of=x", "1.2", "Invalid query string parameters"),
     ("resources=VCPU", LATEST, "Badly formed resources parameter"),
     ("resources=", LATEST, "Badly formed resources parameter"),

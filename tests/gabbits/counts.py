@@ -3,8 +3,10 @@ that pass, fail and cannot run (a data fixture needs an endpoint the server lack
 
     .venv/bin/python -m tests.gabbits.counts                  # run every file on SQLite
     .venv/bin/python -m tests.gabbits.counts --store postgres
+    .venv/bin/python -m tests.gabbits.counts --store placement   # Placement 16 itself
     .venv/bin/python -m tests.gabbits.counts --results run.json   # a saved run
                                                   # (record --results run.json saves one)
+    .venv/bin/python -m tests.gabbits.counts --reasons   # expectations.toml per reason
 
 The sets: ``core`` (providers, inventories, resource classes, allocations, usages,
 microversions, HTTP basics), ``policy`` (their 15 policy/RBAC files) and ``issue-26``
@@ -54,6 +56,25 @@ def print_counts(results: dict[str, list[Outcome]]) -> None:
                      whole["cannot-run"]))
 
 
+def category(reason: str) -> str:
+    """A reason without its parenthesised details: ``difference: error text``."""
+    return reason.split(" (", maxsplit=1)[0].split(";", maxsplit=1)[0].strip()
+
+
+def print_reasons(expectations: dict[str, harness.FileExpectation]) -> None:
+    """How many tests each reason category of the expectations file covers, by set."""
+    found: dict[str, Counter[str]] = {}
+    for entry in expectations.values():
+        listed = ({category(entry.cannot_run): entry.tests} if entry.cannot_run
+                  else Counter(category(why) for why in entry.failing.values()))
+        for reason, count in listed.items():
+            found.setdefault(reason, Counter())[entry.set] += count
+    row = "{:>6} {:>6} {:>9}  {}"
+    print(row.format("core", "policy", "issue-26", "reason"))
+    for reason, by_set in sorted(found.items(), key=lambda item: -item[1].total()):
+        print(row.format(by_set["core"], by_set["policy"], by_set["issue-26"], reason))
+
+
 def load_results(path: Path) -> dict[str, list[Outcome]]:
     """A run saved by ``record --results``."""
     return {name: [Outcome(**test) for test in tests]
@@ -63,9 +84,15 @@ def load_results(path: Path) -> dict[str, list[Outcome]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="*", help="gabbit file names (default: all)")
-    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--store", choices=("sqlite", "postgres", "placement"),
+                        default="sqlite", help="placement: Placement 16 itself (the control)")
     parser.add_argument("--results", type=Path, help="count a saved run instead of running")
+    parser.add_argument("--reasons", action="store_true",
+                        help="count expectations.toml's failures per reason instead")
     args = parser.parse_args(argv)
+    if args.reasons:
+        print_reasons(harness.load_expectations())
+        return 0
     if args.results:
         print_counts(load_results(args.results))
         return 0

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from allocation_ledger.http.server import spawned
+from allocation_ledger.http.server import free_port, spawned
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -92,13 +94,52 @@ def list_files(python: str) -> list[str]:
 def run_file(python: str, name: str, url: str) -> list[Outcome]:
     """Every test of gabbit file ``name`` run in order against a fresh server over the
     (fresh) store at ``url``."""
-    with spawned(url) as port:
+    return run_against(python, name, spawned(url))
+
+
+def run_on_placement(python: str, name: str, folder: Path) -> list[Outcome]:
+    """The same against OpenStack Placement 16 itself (the harness's control), over a
+    fresh SQLite database in ``folder``."""
+    return run_against(python, name, placement_spawned(python, folder / f"{name}.db"))
+
+
+def run_against(python: str, name: str, serving: AbstractContextManager[int]
+                ) -> list[Outcome]:
+    """Run gabbit file ``name`` against the server ``serving`` starts (it yields the port)."""
+    with serving as port:
         done = subprocess.run([python, str(RUNNER), "--server", f"127.0.0.1:{port}", name],
                               capture_output=True, text=True, timeout=RUN_TIMEOUT,
                               check=False)
     if done.returncode != 0:
         raise RuntimeError(f"gabbi runner failed on {name}: {done.stderr[-3000:]}")
     return [Outcome(**test) for test in json.loads(done.stdout)["tests"]]
+
+
+@contextmanager
+def placement_spawned(python: str, database: Path, timeout: float = 120.0
+                      ) -> Iterator[int]:
+    """Placement 16 (``placement_server.py``) as a child process on a free port."""
+    port = free_port()
+    proc = subprocess.Popen([python, str(HERE / "placement_server.py"), str(port),
+                             str(database)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Placement exited: {proc.stderr.read().decode()[-3000:]}"
+                                   if proc.stderr else "Placement exited")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("Placement did not come up") from None
+                time.sleep(0.2)
+        yield port
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @contextmanager
@@ -173,12 +214,15 @@ def python_or_exit() -> str:
 def run_all(python: str, names: list[str], store: str, folder: Path,
             workers: int = 2) -> dict[str, list[Outcome]]:
     """Run the named files (each against its own fresh server and store: ``sqlite`` or
-    ``postgres``), ``workers`` at a time; outcomes by file name, in the order given."""
+    ``postgres``; ``placement``: Placement 16 itself, the control), ``workers`` at a time;
+    outcomes by file name, in the order given."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tests.stores import postgres_schema_url
 
     def one(name: str) -> list[Outcome]:
+        if store == "placement":
+            return run_on_placement(python, name, folder)
         if store == "postgres":
             with postgres_schema_url() as url:
                 return run_file(python, name, url + "&pool_size=2&max_overflow=2")

@@ -15,6 +15,8 @@ hand). The categories:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from tests.gabbits.harness import Outcome
 
@@ -22,6 +24,7 @@ STATUS = re.compile(r"AssertionError: '(\d{3})' not found in \['(\d{3})'\]")
 EXPECTED_TEXT = re.compile(r"AssertionError: '(.+?)' not found in ")
 NOT_BUILT = (("/reshaper", "reshaper"), ("/allocation_candidates", "allocation candidates"),
              ("/aggregates", "aggregates"), ("/traits", "traits"))
+UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
 FILTER = re.compile(r"does not filter providers by (\w+)")
 
 GENERATION_AT_CREATION = "defect: a new provider's generation is 1, Placement's 0 (issue 27 #5)"
@@ -29,39 +32,83 @@ NO_POLICY = ("difference: no policy roles; without a token file every loopback c
              "anonymous admin (issue 27: Keystone and policy)")
 
 
-def guess(outcome: Outcome, earlier_failed: bool) -> str:
-    """The reason category for a failed test (``earlier_failed``: a test before it in the
-    same file failed)."""
-    detail, url = outcome.detail, outcome.url
+@dataclass(frozen=True)
+class Failure:
+    """A failed test as the rules see it: its file, request template, failure text (UUIDs
+    replaced by ``{uuid}``), the status it got and wanted, and whether one before it in the
+    file failed."""
+
+    file: str
+    url: str
+    detail: str
+    got: str
+    want: str
+    earlier_failed: bool
+
+
+def not_built(f: Failure) -> str | None:
+    return next((f"not built: {what}" for part, what in NOT_BUILT if part in f.url), None)
+
+
+def provider_filter(f: Failure) -> str | None:
+    found = FILTER.search(f.detail)
+    return f"not built: provider-list filter {found.group(1)}=" if found else None
+
+
+def error_text(f: Failure) -> str | None:
+    found = None if f.want else EXPECTED_TEXT.search(f.detail)
+    if found is None:
+        return None
+    return f"difference: error text (Placement's reads {found.group(1)[:80]!r}) (issue 27 #3)"
+
+
+def when(test: Callable[[Failure], bool], reason: str) -> Callable[[Failure], str | None]:
+    return lambda f: reason if test(f) else None
+
+
+# In order: the first rule that gives a reason wins.
+RULES: list[Callable[[Failure], str | None]] = [
+    not_built,
+    provider_filter,
+    when(lambda f: f.want == "403", NO_POLICY),
+    when(lambda f: f.want == "401", "difference: no noauth2 token check; without a token "
+         "file a loopback caller needs no token"),
+    when(lambda f: "generation" in f.detail and (
+        f.got == "409" or "Unable to match" in f.detail), GENERATION_AT_CREATION),
+    when(lambda f: "cache-control" in f.detail or "last-modified" in f.detail,
+         "difference: no cache-control/last-modified headers (1.15) (issue 27 #8)"),
+    when(lambda f: f.file == "cors.yaml", "difference: no CORS middleware (issue 27 #8)"),
+    when(lambda f: "'GET' != '" in f.detail and "HEAD" in f.detail,
+         "difference: the Allow header of a 405 lists HEAD too (issue 27 #8)"),
+    when(lambda f: "'text/html' not found" in f.detail,
+         "difference: errors are always JSON; Placement answers text/html to a client "
+         "that does not accept JSON"),
+    when(lambda f: "'unknown' != 'INSTANCE'" in f.detail,
+         "defect: consumer type before 1.38 reads INSTANCE, Placement's unknown "
+         "(issue 27 #8)"),
+    when(lambda f: f.want in ("406", "415"),
+         "difference: no content negotiation (406/415) (issue 27 #8)"),
+    when(lambda f: "/resource_classes" in f.url,
+         "defect: resource class create/delete codes (issue 27 #7)"),
+    when(lambda f: "data unavailable" in f.detail,
+         "cascade: reads an earlier test's answer, which failed"),
+    error_text,
+    when(lambda f: f.earlier_failed, "cascade: follows an earlier failure in this file"),
+    when(lambda f: (f.got, f.want) == ("400", "404"),
+         "difference: a malformed UUID in the path is 400, Placement's 404 (issue 27 #8)"),
+]
+
+
+def guess(file: str, outcome: Outcome, earlier_failed: bool) -> str:
+    """The reason category for a failed test of gabbit ``file`` (``earlier_failed``: a
+    test before it in the same file failed)."""
+    detail = UUID.sub("{uuid}", outcome.detail)
     status = STATUS.search(detail)
     got, want = status.groups() if status else ("", "")
-    for part, what in NOT_BUILT:
-        if part in url:
-            return f"not built: {what}"
-    if (found := FILTER.search(detail)) is not None:
-        return f"not built: provider-list filter {found.group(1)}="
-    if want == "403":
-        return NO_POLICY
-    if want == "401":
-        return ("difference: no noauth2 token check; without a token file a loopback "
-                "caller needs no token")
-    if "generation" in detail and (got == "409" or "Unable to match" in detail):
-        return GENERATION_AT_CREATION
-    if "cache-control" in detail or "last-modified" in detail:
-        return "difference: no cache-control/last-modified headers (1.15) (issue 27 #8)"
-    if want in ("406", "415"):
-        return f"difference: no content negotiation ({want}) (issue 27 #8)"
-    if "/resource_classes" in url:
-        return "defect: resource class create/delete codes (issue 27 #7)"
-    if "data unavailable" in detail:
-        return "cascade: reads an earlier test's answer, which failed"
-    if status is None and (text := EXPECTED_TEXT.search(detail)) is not None:
-        return f"difference: error text (Placement's reads {text.group(1)[:80]!r}) " \
-               "(issue 27 #3)"
-    if earlier_failed:
-        return "cascade: follows an earlier failure in this file"
-    if want == "404" and got == "400":
-        return "difference: a malformed UUID in the path is 400, Placement's 404 (issue 27 #8)"
+    failure = Failure(file, outcome.url, detail, got, want, earlier_failed)
+    for rule in RULES:
+        if (reason := rule(failure)) is not None:
+            return reason
     return f"unclassified: {detail.splitlines()[0][:120] if detail else outcome.outcome}"
 
 

@@ -3,11 +3,13 @@
     .venv/bin/python -m tests.gabbits.record                 # all files, SQLite
     .venv/bin/python -m tests.gabbits.record traits.yaml     # only these files
     .venv/bin/python -m tests.gabbits.record --store postgres
+    .venv/bin/python -m tests.gabbits.record --reclassify --replay run.json  # a saved run
 
 Each file runs against a fresh server over a fresh store (as the ratchet does). A test that
 still fails keeps the reason already written for it; a newly failing one gets the reason
 ``reasons.guess`` finds (look at ``unclassified`` and ``cascade`` ones and refine them by
-hand); tests that pass now drop out. The counts are printed as ``counts`` prints them.
+hand; ``--reclassify`` guesses them all afresh); tests that pass now drop out. The counts
+are printed as ``counts`` prints them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tests.gabbits import harness, reasons
-from tests.gabbits.counts import print_counts
+from tests.gabbits.counts import load_results, print_counts
 from tests.gabbits.harness import EXPECTATIONS, FileExpectation, Outcome
 
 HEADER = """\
@@ -44,7 +46,7 @@ def expectation(name: str, outcomes: list[Outcome], before: FileExpectation | No
     for outcome in outcomes:
         if not outcome.passed:
             kept = before.failing.get(outcome.name) if before else None
-            found.failing[outcome.name] = kept or reasons.guess(outcome, earlier_failed)
+            found.failing[outcome.name] = kept or reasons.guess(name, outcome, earlier_failed)
             earlier_failed = True
     return found
 
@@ -76,14 +78,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", help="gabbit file names (default: all)")
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--results", type=Path, help="also write every outcome as JSON here")
+    parser.add_argument("--reclassify", action="store_true",
+                        help="guess every reason afresh instead of keeping those written")
+    parser.add_argument("--replay", type=Path,
+                        help="record from a run saved with --results instead of running")
     args = parser.parse_args(argv)
-    python = harness.python_or_exit()
-    names = args.files or harness.list_files(python)
     before = harness.load_expectations() if EXPECTATIONS.exists() else {}
-    with tempfile.TemporaryDirectory() as folder:
-        results = harness.run_all(python, names, args.store, Path(folder))
+    kept = {} if args.reclassify else before
+    if args.replay:
+        results = load_results(args.replay)
+    else:
+        python = harness.python_or_exit()
+        names = args.files or harness.list_files(python)
+        with tempfile.TemporaryDirectory() as folder:
+            results = harness.run_all(python, names, args.store, Path(folder))
     after = dict(before)
-    after.update({name: expectation(name, outcomes, before.get(name))
+    after.update({name: expectation(name, outcomes, kept.get(name))
                   for name, outcomes in results.items()})
     EXPECTATIONS.write_text(render(after))
     if args.results:

@@ -100,7 +100,18 @@ def run_file(python: str, name: str, url: str) -> list[Outcome]:
 def run_on_placement(python: str, name: str, folder: Path) -> list[Outcome]:
     """The same against OpenStack Placement 16 itself (the harness's control), over a
     fresh SQLite database in ``folder``."""
-    return run_against(python, name, placement_spawned(python, folder / f"{name}.db"))
+    return run_against(python, name, placement_spawned(python, folder / f"{name}.db",
+                                                        placement_setup(name)))
+
+
+def placement_setup(name: str) -> str:
+    """How Placement's own fixture for this file configures it (``placement_server.py``'s
+    SETUP): by the file's name, which says which policy fixture it uses."""
+    if name.endswith("-secure-rbac.yaml"):
+        return "secure"
+    if name.endswith("-policy.yaml"):
+        return "open"
+    return "cors" if name == "cors.yaml" else "legacy"
 
 
 def run_against(python: str, name: str, serving: AbstractContextManager[int]
@@ -116,12 +127,12 @@ def run_against(python: str, name: str, serving: AbstractContextManager[int]
 
 
 @contextmanager
-def placement_spawned(python: str, database: Path, timeout: float = 120.0
-                      ) -> Iterator[int]:
+def placement_spawned(python: str, database: Path, setup: str = "legacy",
+                      timeout: float = 120.0) -> Iterator[int]:
     """Placement 16 (``placement_server.py``) as a child process on a free port."""
     port = free_port()
     proc = subprocess.Popen([python, str(HERE / "placement_server.py"), str(port),
-                             str(database)], stdout=subprocess.DEVNULL,
+                             str(database), setup], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + timeout

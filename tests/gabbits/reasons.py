@@ -9,6 +9,7 @@ hand). The categories:
 - ``defect: …`` a behaviour to be fixed (the issue number where one is filed);
 - ``cascade: …`` fails because an earlier test of the same file failed (the tests of a
   file build on each other); fixed with that one;
+- ``harness: …`` fails against Placement 16 itself too, through this harness;
 - ``unclassified: …`` none of the rules matched: look at it and name it.
 """
 
@@ -66,6 +67,19 @@ def when(test: Callable[[Failure], bool], reason: str) -> Callable[[Failure], st
     return lambda f: reason if test(f) else None
 
 
+# Tests that fail against Placement 16 itself through this harness (`counts --store
+# placement`): gabbi 4's HTTP client over a real socket sends a body without a
+# content-type as text/plain and refuses to send a malformed Content-Length, where
+# Placement's own run hands the request to the WSGI app directly.
+HARNESS = {
+    ("basic-http.yaml", "post resource provider missing content-type"),
+    ("basic-http.yaml", "PUT resource provider no body"),
+    ("basic-http.yaml", "bad content length not int"),
+}
+HARNESS_REASON = ("harness: fails against Placement 16 itself too (gabbi's client over a "
+                  "socket cannot send this request as written)")
+
+
 # In order: the first rule that gives a reason wins.
 RULES: list[Callable[[Failure], str | None]] = [
     not_built,
@@ -105,6 +119,8 @@ def guess(file: str, outcome: Outcome, earlier_failed: bool) -> str:
     detail = UUID.sub("{uuid}", outcome.detail)
     status = STATUS.search(detail)
     got, want = status.groups() if status else ("", "")
+    if (file, outcome.name) in HARNESS:
+        return HARNESS_REASON
     failure = Failure(file, outcome.url, detail, got, want, earlier_failed)
     for rule in RULES:
         if (reason := rule(failure)) is not None:

@@ -25,6 +25,18 @@ from tests.gabbits import harness
 from tests.stores import postgres_schema_url
 
 EXPECTED = harness.load_expectations()
+# One file per data fixture of Placement's (rebuilt here by HTTP), run against Placement 16
+# itself: the control that the harness and the rebuilt fixtures are Placement's.
+CONTROL = {
+    "AllocationFixture": "reshaper.yaml",
+    "SharedStorageFixture": "allocation-candidates.yaml",
+    "NUMAAggregateFixture": "allocation-candidates-bug-1792503.yaml",
+    "NUMANetworkFixture": "allocation-candidates-root-required.yaml",
+    "DeepNUMANetworkFixture": "same-subtree-deep.yaml",
+    "NonSharedStorageFixture": "allocation-candidates-member-of.yaml",
+    "GranularFixture": "granular.yaml",
+    "NeutronQoSMultiSegmentFixture": "allocation-candidates-any-traits-groups.yaml",
+}
 STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
@@ -69,3 +81,11 @@ def test_the_gabbit_file_fares_as_expected(name: str, python: str, store: str) -
         f"{name}: {len(found)} outcome(s) differ from tests/gabbits/expectations.toml "
         "(if the server got better, regenerate it: .venv/bin/python -m "
         "tests.gabbits.record " + name + "):\n  " + "\n  ".join(found))
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL.values()))
+def test_placement_itself_passes_every_test_with_the_fixtures_rebuilt_by_http(
+        name: str, python: str, tmp_path: Path) -> None:
+    outcomes = harness.run_on_placement(python, name, tmp_path)
+    failed = [f"{o.name!r}: {o.outcome}: {o.detail}" for o in outcomes if not o.passed]
+    assert outcomes and not failed, "\n".join(failed)

@@ -71,13 +71,15 @@ def placement_python() -> str | None:
 @dataclass(frozen=True)
 class Outcome:
     """One gabbi test's result: ``passed``, ``failed``, ``xfail``, ``skipped`` or
-    ``cannot-run``, with the request (as written in the file) and why it failed."""
+    ``cannot-run``, with the request (as written in the file, and the path as sent) and
+    why it failed."""
 
     name: str
     outcome: str
     method: str = ""
     url: str = ""
     detail: str = ""
+    path: str = ""
 
     @property
     def passed(self) -> bool:

@@ -7,8 +7,8 @@ hand). The categories:
 - ``not built: …`` an endpoint or query parameter the server does not have;
 - ``difference: …`` a known, documented difference from Placement's behaviour;
 - ``defect: …`` a behaviour to be fixed (the issue number where one is filed);
-- ``cascade: …`` fails because an earlier test of the same file failed (the tests of a
-  file build on each other); fixed with that one;
+- ``cascade: …`` fails, as far as the rules can tell, because an earlier write of the
+  same file failed (the tests of a file build on each other); fixed with that one;
 - ``harness: …`` fails against Placement 16 itself too, through this harness;
 - ``unclassified: …`` none of the rules matched: look at it and name it.
 """
@@ -35,12 +35,14 @@ NO_POLICY = ("difference: no policy roles; without a token file every loopback c
 
 @dataclass(frozen=True)
 class Failure:
-    """A failed test as the rules see it: its file, request template, failure text (UUIDs
-    replaced by ``{uuid}``), the status it got and wanted, and whether one before it in the
-    file failed."""
+    """A failed test as the rules see it: its file, request (as written and as sent),
+    failure text (UUIDs replaced by ``{uuid}``), the status it got and wanted, and whether
+    a write (POST, PUT, PATCH, DELETE) before it in the file failed: a failed read changes
+    nothing later tests see."""
 
     file: str
     url: str
+    path: str
     detail: str
     got: str
     want: str
@@ -48,7 +50,8 @@ class Failure:
 
 
 def not_built(f: Failure) -> str | None:
-    return next((f"not built: {what}" for part, what in NOT_BUILT if part in f.url), None)
+    return next((f"not built: {what}" for part, what in NOT_BUILT
+                 if part in f.url or part in f.path), None)
 
 
 def provider_filter(f: Failure) -> str | None:
@@ -104,24 +107,35 @@ RULES: list[Callable[[Failure], str | None]] = [
          "difference: no content negotiation (406/415) (issue 27 #8)"),
     when(lambda f: "/resource_classes" in f.url,
          "defect: resource class create/delete codes (issue 27 #7)"),
+    when(lambda f: "deleted provider's UUID is not reused" in f.detail,
+         "defect: a deleted provider's UUID cannot be created again (issue 27 #4)"),
+    when(lambda f: f.want == "409" and f.got in ("200", "201") and "name" in f.detail,
+         "defect: provider names are not unique (issue 27 #6)"),
+    when(lambda f: f.want == "400" and "already exists" in f.detail,
+         "difference: an existing inventory is refused (409) before the body is "
+         "validated (400)"),
+    when(lambda f: f.want == "400" and f.got == "200",
+         "difference: no length or format check where Placement has one (issue 27 #8)"),
+    when(lambda f: "'http://127.0.0.1:" in f.detail,
+         "difference: the Location header is absolute, Placement's relative (issue 27 #8)"),
+    when(lambda f: (f.got, f.want) == ("400", "404"),
+         "difference: a malformed UUID in the path is 400, Placement's 404 (issue 27 #8)"),
     when(lambda f: "data unavailable" in f.detail,
          "cascade: reads an earlier test's answer, which failed"),
     error_text,
-    when(lambda f: f.earlier_failed, "cascade: follows an earlier failure in this file"),
-    when(lambda f: (f.got, f.want) == ("400", "404"),
-         "difference: a malformed UUID in the path is 400, Placement's 404 (issue 27 #8)"),
+    when(lambda f: f.earlier_failed, "cascade: follows an earlier failed write in this file"),
 ]
 
 
 def guess(file: str, outcome: Outcome, earlier_failed: bool) -> str:
     """The reason category for a failed test of gabbit ``file`` (``earlier_failed``: a
-    test before it in the same file failed)."""
+    write before it in the same file failed)."""
     detail = UUID.sub("{uuid}", outcome.detail)
     status = STATUS.search(detail)
     got, want = status.groups() if status else ("", "")
     if (file, outcome.name) in HARNESS:
         return HARNESS_REASON
-    failure = Failure(file, outcome.url, detail, got, want, earlier_failed)
+    failure = Failure(file, outcome.url, outcome.path, detail, got, want, earlier_failed)
     for rule in RULES:
         if (reason := rule(failure)) is not None:
             return reason

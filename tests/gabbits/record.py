@@ -47,7 +47,7 @@ def expectation(name: str, outcomes: list[Outcome], before: FileExpectation | No
         if not outcome.passed:
             kept = before.failing.get(outcome.name) if before else None
             found.failing[outcome.name] = kept or reasons.guess(name, outcome, earlier_failed)
-            earlier_failed = True
+            earlier_failed = earlier_failed or outcome.method not in ("GET", "HEAD")
     return found
 
 

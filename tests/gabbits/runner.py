@@ -11,7 +11,8 @@ HTTP calls to the server.
 
 The tests of a file run in order, as gabbi runs them (each may read the previous answer);
 a failure does not stop the ones after it. The output is one JSON document on stdout:
-``{"file", "tests": [{"name", "outcome", "method", "url", "detail"}]}``, ``outcome`` one of
+``{"file", "tests": [{"name", "outcome", "method", "url", "path", "detail"}]}`` (``url`` as
+written in the file, ``path`` as sent, when it was), ``outcome`` one of
 ``passed``, ``failed``, ``xfail`` (marked ``xfail`` in the file and failed: a pass for
 Placement too), ``skipped`` and ``cannot-run`` (a fixture failed: ``detail`` says why).
 Names repeated in a file get `` #2``, `` #3``.
@@ -28,6 +29,7 @@ import sys
 import unittest
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gabbi import handlers, suitemaker, utils
 
@@ -60,6 +62,7 @@ class Outcomes(unittest.TestResult):
         key = getattr(test, "ledger_key", str(test))
         self.found[key] = {"name": key, "outcome": outcome,
                            "method": data.get("method", ""), "url": data.get("url", ""),
+                           "path": urlsplit(getattr(test, "url", "") or "").path,
                            "detail": detail}
 
     def addSuccess(self, test: Any) -> None:  # noqa: N802 (unittest's names)
@@ -117,7 +120,8 @@ def run(path: Path, server: str) -> dict[str, Any]:
     result = Outcomes()
     with contextlib.redirect_stdout(sys.stderr):
         suite.run(result)
-    missing = {"outcome": "cannot-run", "detail": "not run", "method": "", "url": ""}
+    missing = {"outcome": "cannot-run", "detail": "not run", "method": "", "url": "",
+               "path": ""}
     return {"file": path.name,
             "tests": [result.found.get(key, {"name": key, **missing}) for key in keys]}
 

@@ -80,7 +80,7 @@ def test_recording_keeps_a_reason_written_by_hand_and_guesses_new_ones() -> None
     ("/allocations/x", "AssertionError: 'JSON does not validate' not found in {…}", False,
      "difference: error text (Placement's reads 'JSON does not validate') (issue 27 #3)"),
     ("/usages", "AssertionError: 3 != 0 : Unable to match $.usages.`len` as 3, got 0", True,
-     "cascade: follows an earlier failure in this file"),
+     "cascade: follows an earlier failed write in this file"),
 ])
 def test_a_failure_gets_the_reason_of_the_first_rule_it_matches(
         url: str, detail: str, earlier: bool, reason: str) -> None:

@@ -31,9 +31,10 @@ from allocation_ledger.http.limits import MAX_BODY
 RP = "/resource_providers/{uuid}"
 # Placement answers 404 before a handler's first version, except these (405).
 TOO_EARLY_405 = {inventories.delete_inventories}
-# Writes without a body (from 1.7 this PUT creates the class its path names; before 1.7 it
-# renames, and the handler's read of its body checks the media type then).
-NO_BODY = {resource_classes.put_class}
+# Writes without a body: PUT /traits/{name} creates the trait its path names, and so does
+# PUT /resource_classes/{name} from 1.7 (before 1.7 it renames, and the handler's read of
+# its body checks the media type then).
+NO_BODY = {resource_classes.put_class, traits.put_trait}
 
 # path, method, handler, first microversion
 ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (

@@ -49,7 +49,8 @@ def json_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
     tokens.write_text(f"{ADMIN} nova admin\n{READER} prometheus reader\n")
     log = folder / "server.log"
     with running_server(f"sqlite:///{folder / 'ledger.db'}", str(tokens),
-                        args=["--log-format", "json"], output=log) as port:
+                        args=["--log-format", "json", "--stale-after", "600"],
+                        output=log) as port:
         yield Watched(port, log)
 
 
@@ -209,3 +210,20 @@ def test_a_server_that_logs_every_request_keeps_answering(text_server: Watched) 
     assert client.call("GET", "/", headers={"X-Openstack-Request-Id": last}).status == 200
     assert logged(text_server, last)
     assert text_server.log.stat().st_size > 128 * 1024
+
+
+@pytest.mark.parametrize("args", [["--no-access-log"], ["--log-level", "warning"]])
+def test_the_access_log_can_be_left_out(tmp_path: Path, args: list[str]) -> None:
+    log = tmp_path / "server.log"
+    with running_server(f"sqlite:///{tmp_path / 'ledger.db'}", args=args,
+                        output=log) as port:
+        sent = request_id()
+        assert Client(port).call("GET", "/", headers={"X-Openstack-Request-Id": sent}
+                                 ).status == 200
+        found = scraped(port)  # the request is still timed
+        time.sleep(0.5)
+        assert sent not in log.read_text()
+    assert value(found, "ledger_http_request_seconds_count", method="GET", route="/",
+                 status="200") == 1
+    if args == ["--no-access-log"]:
+        assert "Uvicorn running on" in log.read_text()  # the other lines are still there

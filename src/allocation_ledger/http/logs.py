@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 FORMATS = ("text", "json")
+ACCESS = "allocation_ledger.access"  # observe.ACCESS's name (observe imports Starlette)
 TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: a JSON line's own fields (``time`` is added as an ISO 8601 UTC timestamp; the access
 #: log's fields are added by the formatter: every attribute a record has beyond the
@@ -23,9 +24,10 @@ JSON_FIELDS = ["levelname", "name", "message"]
 JSON_NAMES = {"levelname": "level", "name": "logger"}
 NOT_FIELDS = ["color_message"]
 
-def config(level: str = "info", log_format: str = "text") -> dict[str, Any]:
-    """The ``dictConfig`` of a server logging at ``level`` (``info`` shows the access log)
-    in ``log_format`` (``text`` or ``json``)."""
+def config(level: str = "info", log_format: str = "text", *, access_log: bool = True
+           ) -> dict[str, Any]:
+    """The ``dictConfig`` of a server logging at ``level`` (``info`` shows the access log,
+    unless ``access_log`` is false) in ``log_format`` (``text`` or ``json``)."""
     if log_format not in FORMATS:
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(FORMATS)}")
     formatter: dict[str, Any] = {"format": TEXT}
@@ -44,6 +46,11 @@ def config(level: str = "info", log_format: str = "text") -> dict[str, Any]:
         "root": {"handlers": ["stderr"], "level": level.upper()},
         # uvicorn's loggers go through the root's one handler (its default config gives
         # them handlers of their own, in its own format)
-        "loggers": {name: {"handlers": [], "propagate": True}
-                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
+        "loggers": {
+            **{name: {"handlers": [], "propagate": True}
+               for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
+            # its lines are INFO: on, they show from --log-level info down (its level is
+            # the root's); off, only a warning would
+            ACCESS: {"level": "NOTSET" if access_log else "WARNING"},
+        },
     }

@@ -39,19 +39,18 @@ def is_loopback(host: str) -> bool:
 
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
-          access_log: bool = True) -> None:
+          access_log: bool = True, stale_after: float = 3600.0) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
     :data:`~allocation_ledger.http.limits.MAX_HEAD` bytes answered 414 or 431.
 
     The process counts its commands and requests and serves them, with the store's gauges
-    (head, projection lag, migrations in flight and stale), at ``GET /metrics``; it logs
+    (head, projection lag, migrations in flight and those in flight ``stale_after``
+    seconds or more), at ``GET /metrics``; it logs
     on stderr at ``log_level`` in ``log_format`` (``text`` or ``json``, see
     ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
     false."""
-    import logging
-
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
@@ -65,11 +64,11 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     if tokens.callers is None and not is_loopback(host):
         raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
                              "loopback address is allowed")
-    log_config = logs.config(log_level, log_format)
+    log_config = logs.config(log_level, log_format, access_log=access_log)
     with open_ledger(url, read_side=True) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
-        metrics = instrument(ledger.store, positions=read_side.positions if read_side else None)
-        logging.getLogger("allocation_ledger.access").disabled = not access_log
+        metrics = instrument(ledger.store, stale_after=stale_after,
+                             positions=read_side.positions if read_side else None)
         uvicorn.run(create_app(ledger, tokens, max_body, metrics), host=host, port=port,
                     log_level=log_level, log_config=log_config, access_log=False,
                     http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)

@@ -19,6 +19,7 @@ from allocation_ledger.http import (
     errors,
     inventories,
     ledger_routes,
+    metrics_route,
     microversion,
     observe,
     providers,
@@ -104,9 +105,10 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
 
         requests = RequestMetrics(metrics.registry)
         exposition = metrics.exposition_bytes
-        routes.append(Route(observe.METRICS_PATH, observe.metrics_endpoint(tokens, exposition),
+        routes.append(Route(metrics_route.PATH,
+                            metrics_route.metrics_endpoint(tokens, exposition),
                             methods=["GET"]))
-    templates = observe.Templates([path for path, *_ in ROUTES] + [observe.METRICS_PATH])
+    templates = observe.Templates([path for path, *_ in ROUTES] + [metrics_route.PATH])
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
                      middleware=[Middleware(observe.Observed, templates=templates,
                                             requests=requests)])

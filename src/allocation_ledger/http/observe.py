@@ -1,5 +1,5 @@
-"""Watching the server: one access-log line and one latency observation per request, and
-the ``GET /metrics`` route.
+"""Watching the server: one access-log line and one latency observation per request (the
+``GET /metrics`` route that serves them is ``http/metrics_route.py``).
 
 :class:`Observed` wraps the whole application (a plain ASGI middleware, so 404s, 405s and
 refusals of the body are seen as well as the routes' answers). When the response has been
@@ -7,10 +7,6 @@ sent it logs one INFO line on ``allocation_ledger.access`` (method, path, status
 duration, request id, the caller's name, the client's address; each also a field of the
 record, so a JSON log has them as keys) and, when the server has metrics, observes the
 request's seconds by method, route template and status.
-
-``GET /metrics`` is a reader's route: with a token file it needs a known token of any role
-(``X-Auth-Token``, or ``Authorization: Bearer``, which is what Prometheus' scrape
-``authorization`` sends); without one (loopback only) anyone may read it, as every route.
 """
 
 from __future__ import annotations
@@ -22,19 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import compile_path
-
-from allocation_ledger.domain.errors import LedgerError
-from allocation_ledger.http import errors
-from allocation_ledger.http.auth import Tokens
 
 ACCESS = logging.getLogger("allocation_ledger.access")
 LOG = logging.getLogger(__name__)
-METRICS_PATH = "/metrics"
 #: the route label of a path no route serves (never the path: one series per typo)
 UNMATCHED = "unmatched"
 #: where a request's scope carries its :class:`Note` (the endpoint fills it in)
@@ -122,47 +109,3 @@ def printable(raw: bytes) -> str:
     line stays one line whatever a client sends)."""
     text = raw.decode("latin-1")
     return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def metrics_endpoint(tokens: Tokens, exposition: Callable[[], bytes]
-                     ) -> Callable[[Request], Awaitable[Response]]:
-    """``GET /metrics``: the registry in Prometheus' text format, for any known caller."""
-    from prometheus_client import CONTENT_TYPE_LATEST
-
-    from allocation_ledger.http.context import REQUEST_ID, request_id_of
-
-    async def metrics(request: Request) -> Response:
-        request_id = request_id_of(request.headers.get(REQUEST_ID))
-        headers = {REQUEST_ID: request_id}
-        try:
-            caller = tokens.caller(token_of(request), "GET")
-            note(request.scope).caller = caller.name
-            text = await run_in_threadpool(_read, exposition)
-        except errors.HTTPError as err:
-            return Response(orjson.dumps(errors.body(err, request_id)), err.status,
-                            {**headers, **err.headers}, media_type="application/json")
-        return Response(text, 200, headers, media_type=CONTENT_TYPE_LATEST)
-
-    return metrics
-
-
-def token_of(request: Request) -> str | None:
-    """The caller's token: ``X-Auth-Token``, else an ``Authorization: Bearer`` one."""
-    token = request.headers.get("x-auth-token")
-    if token is not None:
-        return token
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-
-
-def _read(exposition: Callable[[], bytes]) -> bytes:
-    """The exposition; a store that cannot be read is a 503 (the scrape fails, and says
-    why), never a 500."""
-    try:
-        return exposition()
-    except LedgerError as err:
-        raise errors.from_ledger(err) from err
-    except Exception as err:
-        LOG.exception("reading the metrics failed")
-        raise errors.HTTPError(503, f"the metrics could not be read: "
-                                    f"{type(err).__name__}: {err}") from err

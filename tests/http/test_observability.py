@@ -148,6 +148,8 @@ def test_metrics_need_a_known_token_of_any_role(json_server: Watched) -> None:
     assert scrape(json_server.port, {"Authorization": "Bearer wrong"})[0] == 401
     assert scrape(json_server.port, {"X-Auth-Token": READER})[0] == 200
     assert scrape(json_server.port, {"X-Auth-Token": ADMIN})[0] == 200
+    refused = Client(json_server.port, ADMIN).call("POST", "/metrics", {})
+    assert (refused.status, refused.headers["allow"]) == (405, "GET")
 
 
 def test_every_json_log_line_is_an_object_and_the_access_lines_say_who(

@@ -91,7 +91,7 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
     request bodies of at most ``max_body`` bytes. Every request is logged on
     ``allocation_ledger.access``; with ``metrics`` (``allocation_ledger.metrics.instrument``
     of the ledger's store) its latency is observed there and ``GET /metrics`` serves them
-    (see ``http/observe.py``).
+    (see ``http/observe.py`` and ``http/metrics_route.py``).
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
@@ -132,6 +132,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 
 
 _PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]
+_PATHS.append((compile_path(metrics_route.PATH)[0], "GET"))  # when the server has metrics
 
 
 def allowed_methods(path: str) -> list[str]:

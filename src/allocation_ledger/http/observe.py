@@ -16,12 +16,14 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.routing import compile_path
 
+if TYPE_CHECKING:
+    from allocation_ledger.metrics import RequestMetrics
+
 ACCESS = logging.getLogger("allocation_ledger.access")
-LOG = logging.getLogger(__name__)
 #: the route label of a path no route serves (never the path: one series per typo)
 UNMATCHED = "unmatched"
 #: where a request's scope carries its :class:`Note` (the endpoint fills it in)
@@ -62,7 +64,8 @@ class Templates:
 class Observed:
     """The ASGI middleware that logs and times every HTTP request (see the module)."""
 
-    def __init__(self, app: ASGIApp, templates: Templates, requests: Any = None) -> None:
+    def __init__(self, app: ASGIApp, templates: Templates,
+                 requests: RequestMetrics | None = None) -> None:
         self.app, self.templates, self.requests = app, templates, requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

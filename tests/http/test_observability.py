@@ -229,3 +229,28 @@ def test_the_access_log_can_be_left_out(tmp_path: Path, args: list[str]) -> None
                  status="200") == 1
     if args == ["--no-access-log"]:
         assert "Uvicorn running on" in log.read_text()  # the other lines are still there
+
+
+def test_a_json_error_line_with_its_traceback_is_one_object_on_one_line() -> None:
+    """The formatter the server's logging config builds (not applied here: the test run's
+    own logging stays as it is), given an application's error with a traceback."""
+    import logging
+    import logging.config
+    import sys
+
+    from allocation_ledger.http import logs
+
+    settings = logs.config("info", "json")["formatters"]["line"]
+    formatter = logging.config.DictConfigurator({}).configure_formatter(settings)
+    try:
+        raise RuntimeError("the store went away\nmid-request")
+    except RuntimeError:
+        record = logging.LogRecord("allocation_ledger.http.context", logging.ERROR, __file__,
+                                   1, "request %s failed", ("req-1",), sys.exc_info())
+    line = formatter.format(record)
+    assert "\n" not in line
+    entry = json.loads(line)
+    assert (entry["level"], entry["logger"], entry["message"]) == (
+        "ERROR", "allocation_ledger.http.context", "request req-1 failed")
+    assert "RuntimeError: the store went away" in entry["exc_info"]
+    assert entry["time"].endswith("+00:00")

@@ -12,6 +12,12 @@ Two kinds, on one registry of their own (never the process-global one):
   threshold: the leaks ``repair`` resolves) and, when read models are given,
   ``ledger_projection_position{projection}`` and ``ledger_projection_lag_events``.
 
+The HTTP server (``allocation-ledger serve``) counts its commands and adds
+``ledger_http_request_seconds{method,route,status}`` (:class:`RequestMetrics`, a histogram
+by route template) and answers ``GET /metrics`` itself. A process that runs no commands
+(``allocation-ledger metrics``, ``projections follow --metrics-port``) builds its registry
+with ``commands=False``: counters that can only read 0 there are left out rather than shown.
+
 ``serve(port)`` exposes them over HTTP (``/metrics``) from a daemon thread;
 ``exposition()`` gives the text once.
 """
@@ -60,6 +66,23 @@ class CommandMetrics:
         self.retries.inc()
 
 
+class RequestMetrics:
+    """The HTTP server's requests: a latency histogram by method, route template (never
+    the path itself: its UUIDs would make a series per resource) and status."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.seconds = Histogram(
+            "ledger_http_request_seconds",
+            "Seconds from a request's arrival to its response's last byte",
+            ["method", "route", "status"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0),
+            registry=registry)
+
+    def observed(self, method: str, route: str, status: int, seconds: float) -> None:
+        """A request to ``route`` (its template) was answered ``status`` in ``seconds``."""
+        self.seconds.labels(method=method, route=route, status=str(status)).observe(seconds)
+
+
 class LedgerCollector(Collector):
     """Gauges read from the store (and the read models) when scraped."""
 
@@ -100,17 +123,23 @@ class LedgerCollector(Collector):
 
 
 class LedgerMetrics:
-    """A registry with a store's command counters and its scrape-time gauges."""
+    """A registry with a store's command counters (unless ``commands`` is false: a process
+    that runs no commands) and its scrape-time gauges."""
 
     def __init__(self, store: EventStore, *, stale_after: float = DEFAULT_STALE_AFTER,
-                 positions: Callable[[], dict[str, int]] | None = None) -> None:
+                 positions: Callable[[], dict[str, int]] | None = None,
+                 commands: bool = True) -> None:
         self.registry = CollectorRegistry()
-        self.commands = CommandMetrics(self.registry)
+        self.commands = CommandMetrics(self.registry) if commands else None
         self.registry.register(LedgerCollector(store, stale_after, positions))
 
     def exposition(self) -> str:
         """The metrics in Prometheus' text format."""
-        return generate_latest(self.registry).decode()
+        return self.exposition_bytes().decode()
+
+    def exposition_bytes(self) -> bytes:
+        """The metrics in Prometheus' text format, encoded (what ``/metrics`` sends)."""
+        return generate_latest(self.registry)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on ``address:port`` from a daemon thread; the server."""
@@ -122,6 +151,6 @@ class LedgerMetrics:
 
 def instrument(store: EventStore, **options: Any) -> LedgerMetrics:
     """Metrics for ``store``, its commands counted from now on."""
-    metrics = LedgerMetrics(store, **options)
+    metrics = LedgerMetrics(store, commands=True, **options)
     store.metrics = metrics.commands
     return metrics

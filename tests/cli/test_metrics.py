@@ -71,3 +71,36 @@ def test_the_metrics_command_prints_text_or_json(
     assert "# TYPE ledger_stale_migrations gauge" in capsys.readouterr().out
     assert main(["metrics", "--url", url, "--json", "--stale-after", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["ledger_stale_migrations"] == 0
+
+
+def test_the_metrics_command_shows_projection_lag_and_no_counters(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command runs no commands: its counters could only read 0, so they are left out
+    (the server's /metrics has them); the read models' lag is shown once they are built."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as ledger:
+        a_host(ledger)
+    assert main(["metrics", "--url", url, "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert not any(name.startswith("ledger_projection") for name in before)  # never built
+    with open_ledger(url) as ledger, ReadModels.of(ledger) as read:
+        read.resume()
+        a_host(ledger)  # 4 events the read models have not seen
+        head = ledger.store.recorder.max_notification_id()
+    assert main(["metrics", "--url", url, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found['ledger_projection_lag_events{projection="host_usage"}'] == 4
+    assert found["ledger_head_position"] == head
+    assert not any(name.startswith(("ledger_commands", "ledger_refusals", "ledger_retries",
+                                    "ledger_append")) for name in found)
+
+
+def test_the_metrics_command_refuses_a_projections_url_without_read_models(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as ledger:
+        a_host(ledger)
+    (tmp_path / "reports.db").touch()
+    assert main(["metrics", "--url", url,
+                 "--projections-url", f"sqlite:///{tmp_path / 'reports.db'}"]) == 1
+    assert "never built" in capsys.readouterr().err

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from allocation_ledger.http.server import spawned
@@ -71,7 +73,9 @@ class Client:
             self.conn.close()
 
 
-def running_server(url: str, token_file: str | None = None, max_body: int | None = None
+def running_server(url: str, token_file: str | None = None, max_body: int | None = None,
+                   args: Sequence[str] = (), output: Path | None = None
                    ) -> AbstractContextManager[int]:
-    """``allocation-ledger serve`` over ``url`` as a child process; yields its port."""
-    return spawned(url, token_file, max_body=max_body)
+    """``allocation-ledger serve`` over ``url`` (and ``args``) as a child process; yields its
+    port. Its stdout and stderr (the logs) go to the file ``output`` when given."""
+    return spawned(url, token_file, max_body=max_body, args=args, output=output)

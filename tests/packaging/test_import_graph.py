@@ -138,7 +138,7 @@ LAYERS: dict[str, set[str]] = {
     "metrics": {"adapters", "application"},
     "placement": {"domain", "application"},
     "bootstrap": {"domain", "adapters", "config", "application", "projections"},
-    "http": {"domain", "application", "audit", "bootstrap"},
+    "http": {"domain", "application", "audit", "bootstrap", "metrics"},
     "cli": {"domain", "adapters", "config", "application", "projections", "audit",
             "bootstrap", "http", "metrics", "placement", "root"},
     "root": {"domain", "application", "bootstrap"},

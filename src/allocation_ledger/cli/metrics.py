@@ -1,20 +1,26 @@
 """``allocation-ledger metrics``: the ledger's Prometheus metrics, printed once or served.
 
-Commands are counted only in the process that runs them: a long-running process
-(``projections follow --metrics-port``, which adds the read models' lag, or an application
-that calls ``allocation_ledger.metrics.instrument``) exposes its counters; this command
-exposes the gauges read from the store.
+This command exposes the gauges read from the store: the head, migrations in flight and
+stale, and each projection's position and lag when the read models were built (in the
+ledger's store, or at ``--projections-url``). Commands are counted only in the process
+that runs them, so their counters are not shown here (they could only read 0): the
+server's ``GET /metrics`` (``allocation-ledger serve``) has them, as has an application
+that calls ``allocation_ledger.metrics.instrument``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from allocation_ledger.cli.options import non_negative_float, positive_int
 
 if TYPE_CHECKING:
+    from allocation_ledger.adapters.eventstore import EventStore
     from allocation_ledger.metrics import LedgerMetrics
+    from allocation_ledger.projections.readmodels import ReadModels
 
 NAME = "metrics"
 HELP = "Prometheus metrics: head position, migrations in flight and stale, projection lag"
@@ -22,6 +28,7 @@ EXAMPLES = """\
   allocation-ledger metrics                          # the text format, once
   allocation-ledger metrics --json --stale-after 600
   allocation-ledger metrics --serve 9464             # /metrics until SIGINT/SIGTERM
+  allocation-ledger metrics --projections-url postgresql://ledger@reports/ledger
 """
 
 
@@ -34,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve /metrics on this port until SIGINT or SIGTERM")
     parser.add_argument("--address", default="127.0.0.1",
                         help="address to serve on (default 127.0.0.1)")
+    parser.add_argument("--projections-url", default=None, metavar="URL",
+                        help="the read models' store, for their lag (default: the ledger's "
+                             "own, when they were built there)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.cli.read_only import store_of
     from allocation_ledger.metrics import LedgerMetrics
 
-    with store_of(args) as store:
-        metrics = LedgerMetrics(store, stale_after=args.stale_after)
+    with store_of(args) as store, read_models_of(store, args.projections_url) as read:
+        metrics = LedgerMetrics(store, stale_after=args.stale_after, commands=False,
+                                positions=read.positions if read is not None else None)
         if args.serve is not None:
             serve_until_stopped(metrics, args.serve, args.address)
         elif args.json:
@@ -51,6 +62,28 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(metrics.exposition(), end="")
     return 0
+
+
+@contextmanager
+def read_models_of(store: EventStore, url: str | None) -> Iterator[ReadModels | None]:
+    """The read models, for their positions: at ``url`` (``$PROJECTIONS_URL``), which must
+    hold them, or in the ledger's store when they were built there (else ``None``: there is
+    no lag to show). Nothing is created."""
+    import os
+
+    from allocation_ledger.domain.errors import StoreNotFound
+    from allocation_ledger.projections.readmodels import ReadModels
+    from allocation_ledger.projections.store import URL_ENV_VAR, open_engine
+
+    try:
+        engine = open_engine(store.env, url, create=False)
+    except StoreNotFound:
+        if url or os.environ.get(URL_ENV_VAR):
+            raise
+        yield None
+        return
+    with ReadModels(store, engine) as read:
+        yield read
 
 
 def samples(text: str) -> dict[str, float]:

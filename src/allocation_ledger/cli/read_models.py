@@ -113,7 +113,7 @@ def _log_to_stderr() -> None:
 def _serve_metrics(read: ReadModels, port: int) -> Any:
     from allocation_ledger.metrics import LedgerMetrics
 
-    metrics = LedgerMetrics(read.store, positions=read.positions)
+    metrics = LedgerMetrics(read.store, positions=read.positions, commands=False)
     server = metrics.serve(port)
     log.info("serving metrics on http://127.0.0.1:%s/metrics", port)
     return server

@@ -5,31 +5,45 @@ from __future__ import annotations
 
 import argparse
 
-from allocation_ledger.cli.options import positive_int
+from allocation_ledger.cli.options import non_negative_float, positive_int
 
 NAME = "serve"
 HELP = "serve a Placement-compatible HTTP API over the ledger"
 EXAMPLES = """\
   allocation-ledger serve                                   # 127.0.0.1:8778, no token
   allocation-ledger serve --bind 0.0.0.0:8778 --token-file /etc/ledger/tokens
+  allocation-ledger serve --log-format json 2>> /var/log/ledger.jsonl   # one object a line
+  curl -s http://127.0.0.1:8778/metrics                     # Prometheus' text format
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serve [--bind HOST:PORT] [--token-file FILE] [--log-level LEVEL]``."""
+    """``serve [--bind HOST:PORT] [--token-file FILE] [--log-level LEVEL]
+    [--log-format text|json] [--no-access-log] [--stale-after SECONDS]``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
                         help="lines of 'TOKEN NAME ROLE' (admin or reader); required off "
                              "loopback")
     parser.add_argument("--max-body-bytes", type=positive_int, default=1024 * 1024, metavar="N",
                         help="refuse request bodies larger than N bytes with 413 (1 MiB)")
-    parser.add_argument("--log-level", default="warning",
-                        choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--log-level", default="info",
+                        choices=["critical", "error", "warning", "info", "debug"],
+                        help="log on stderr from this level (info: with the access log)")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="every log line as text or as one JSON object (text)")
+    parser.add_argument("--stale-after", type=non_negative_float, default=3600.0,
+                        metavar="SECONDS",
+                        help="/metrics: a migration in flight this long counts as stale "
+                             "(default 3600)")
+    parser.add_argument("--no-access-log", dest="access_log", action="store_false",
+                        help="no line per request (the request metrics are still kept)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM."""
     from allocation_ledger.http.server import serve
 
-    serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes)
+    serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes,
+          log_format=args.log_format, access_log=args.access_log,
+          stale_after=args.stale_after)
     return 0

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, compile_path
@@ -16,7 +19,9 @@ from allocation_ledger.http import (
     errors,
     inventories,
     ledger_routes,
+    metrics_route,
     microversion,
+    observe,
     providers,
     resource_classes,
     root,
@@ -27,6 +32,9 @@ from allocation_ledger.http.auth import Tokens
 from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
 from allocation_ledger.http.limits import MAX_BODY
+
+if TYPE_CHECKING:
+    from allocation_ledger.metrics import LedgerMetrics
 
 RP = "/resource_providers/{uuid}"
 # Placement answers 404 before a handler's first version, except these (405).
@@ -78,10 +86,13 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
 
 
 def create_app(ledger: Ledger, tokens: Tokens | None = None,
-               max_body: int = MAX_BODY) -> Starlette:
+               max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
     listing providers, a provider's allocations and project usages read the projections);
-    request bodies of at most ``max_body`` bytes.
+    request bodies of at most ``max_body`` bytes. Every request is logged on
+    ``allocation_ledger.access``; with ``metrics`` (``allocation_ledger.metrics.instrument``
+    of the ledger's store) its latency is observed there and ``GET /metrics`` serves them
+    (see ``http/observe.py`` and ``http/metrics_route.py``).
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
@@ -89,7 +100,19 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
                                    method in ("PUT", "POST") and handler not in NO_BODY),
                     methods=[method])
               for path, method, handler, since in ROUTES]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
+    requests = None
+    if metrics is not None:
+        from allocation_ledger.metrics import RequestMetrics
+
+        requests = RequestMetrics(metrics.registry)
+        exposition = metrics.exposition_bytes
+        routes.append(Route(metrics_route.PATH,
+                            metrics_route.metrics_endpoint(tokens, exposition),
+                            methods=["GET"]))
+    templates = observe.Templates([path for path, *_ in ROUTES] + [metrics_route.PATH])
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
+                     middleware=[Middleware(observe.Observed, templates=templates,
+                                            requests=requests)])
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
@@ -110,6 +133,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 
 
 _PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]
+_PATHS.append((compile_path(metrics_route.PATH)[0], "GET"))  # when the server has metrics
 
 
 def allowed_methods(path: str) -> list[str]:

@@ -29,6 +29,7 @@ from allocation_ledger.http.auth import Caller, Tokens
 from allocation_ledger.http.limits import MAX_BODY, read_body
 from allocation_ledger.http.microversion import Version
 from allocation_ledger.http.negotiation import check_accept, check_content_type, media_type
+from allocation_ledger.http.observe import note
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID = "x-openstack-request-id"
@@ -119,6 +120,7 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
         version = microversion.MIN
         try:
             caller = tokens.caller(request.headers.get("x-auth-token"), request.method)
+            note(request.scope).caller = caller.name  # for the access log
             version = microversion.requested(request.headers.get(microversion.HEADER))
             if version < since:
                 raise errors.HTTPError(too_early, f"{request.method} {request.url.path} is "

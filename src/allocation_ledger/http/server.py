@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import IO
 
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.http.auth import Tokens
@@ -35,26 +38,40 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(url: str | None, bind: str, token_file: str | None = None,
-          log_level: str = "warning", max_body: int = MAX_BODY) -> None:
+          log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
+          access_log: bool = True, stale_after: float = 3600.0) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
-    :data:`~allocation_ledger.http.limits.MAX_HEAD` bytes answered 414 or 431."""
+    :data:`~allocation_ledger.http.limits.MAX_HEAD` bytes answered 414 or 431.
+
+    The process counts its commands and requests and serves them, with the store's gauges
+    (head, projection lag, migrations in flight and those in flight ``stale_after``
+    seconds or more), at ``GET /metrics``; it logs
+    on stderr at ``log_level`` in ``log_format`` (``text`` or ``json``, see
+    ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
+    false."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
+    from allocation_ledger.http import logs
     from allocation_ledger.http.app import create_app
     from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
+    from allocation_ledger.metrics import instrument
 
     host, port = parse_bind(bind)
     tokens = Tokens.load(token_file)
     if tokens.callers is None and not is_loopback(host):
         raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
                              "loopback address is allowed")
+    log_config = logs.config(log_level, log_format, access_log=access_log)
     with open_ledger(url, read_side=True) as ledger:
-        uvicorn.run(create_app(ledger, tokens, max_body), host=host, port=port,
-                    log_level=log_level, access_log=False, http=LimitedH11Protocol,
-                    h11_max_incomplete_event_size=MAX_HEAD)
+        read_side = getattr(ledger.read_side, "models", None)
+        metrics = instrument(ledger.store, stale_after=stale_after,
+                             positions=read_side.positions if read_side else None)
+        uvicorn.run(create_app(ledger, tokens, max_body, metrics), host=host, port=port,
+                    log_level=log_level, log_config=log_config, access_log=False,
+                    http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)
 
 
 def free_port() -> int:
@@ -66,9 +83,14 @@ def free_port() -> int:
 
 @contextmanager
 def spawned(url: str, token_file: str | None = None, timeout: float = 60.0,
-            max_body: int | None = None) -> Iterator[int]:
-    """``allocation-ledger serve`` over ``url`` as a child process on a free port of
-    127.0.0.1; yields the port once it accepts connections, stops it afterwards."""
+            max_body: int | None = None, args: Sequence[str] = (),
+            output: str | os.PathLike[str] | None = None) -> Iterator[int]:
+    """``allocation-ledger serve`` over ``url`` (and ``args``) as a child process on a free
+    port of 127.0.0.1; yields the port once it accepts connections, stops it afterwards.
+
+    Its stdout and stderr go to the file ``output`` (a temporary file, removed afterwards,
+    when not given): never to a pipe, which a server that logs every request would fill
+    and then block on when nobody reads it."""
     port = free_port()
     argv = [sys.executable, "-c", "from allocation_ledger.cli import main; "
             "raise SystemExit(main())", "serve", "--url", url, "--bind", f"127.0.0.1:{port}"]
@@ -76,25 +98,33 @@ def spawned(url: str, token_file: str | None = None, timeout: float = 60.0,
         argv += ["--token-file", token_file]
     if max_body is not None:
         argv += ["--max-body-bytes", str(max_body)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_up(proc, port, timeout)
-        yield port
-    finally:
-        proc.terminate()
+    argv += list(args)
+    with ExitStack() as stack:
+        if output is None:
+            log = stack.enter_context(tempfile.TemporaryFile())
+        else:
+            log = stack.enter_context(open(output, "w+b"))
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
+            _wait_until_up(proc, port, timeout, log)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                proc.kill()
+                proc.wait()
 
 
-def _wait_until_up(proc: subprocess.Popen[bytes], port: int, timeout: float) -> None:
+def _wait_until_up(proc: subprocess.Popen[bytes], port: int, timeout: float,
+                   log: IO[bytes]) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise RuntimeError(f"server exited with {proc.returncode}: {out}")
+            log.seek(0)
+            raise RuntimeError(f"server exited with {proc.returncode}: "
+                               f"{log.read().decode(errors='replace')}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return

@@ -67,17 +67,18 @@ class Kind:
 KINDS = [
     Kind("register_provider", lambda lg: {"new": new_id()},
          lambda lg, c, cid, n: lg.register_provider(
-             c["new"], f"host-{n}", inventories={"VCPU": {"total": 8}}, command_id=cid)),
+             c["new"], f"host-{n}-{c['new']}", inventories={"VCPU": {"total": 8}},
+             command_id=cid)),
     Kind("set_inventories", _new_host, lambda lg, c, cid, n: lg.set_inventories(
-        c["host"], {"VCPU": {"total": 16 + n}}, 2, command_id=cid)),
+        c["host"], {"VCPU": {"total": 16 + n}}, 1, command_id=cid)),
     Kind("set_inventory", _new_host, lambda lg, c, cid, n: lg.set_inventory(
-        c["host"], "DISK_GB", {"total": 100 + n}, 2, command_id=cid)),
+        c["host"], "DISK_GB", {"total": 100 + n}, 1, command_id=cid)),
     Kind("delete_inventory", _new_host, lambda lg, c, cid, n: lg.delete_inventory(
-        c["host"], ["MEMORY_MB", "VCPU"][n], 2, command_id=cid)),
+        c["host"], ["MEMORY_MB", "VCPU"][n], 1, command_id=cid)),
     Kind("set_devices", _new_host, lambda lg, c, cid, n: lg.set_devices(
-        c["host"], "VGPU", ["mdev-a", "mdev-b"][: 2 - n], 2, command_id=cid)),
+        c["host"], "VGPU", ["mdev-a", "mdev-b"][: 2 - n], 1, command_id=cid)),
     Kind("delete_provider", _new_host, lambda lg, c, cid, n: lg.delete_provider(
-        c[["host", "other"][n]], 2, command_id=cid)),
+        c[["host", "other"][n]], 1, command_id=cid)),
     Kind("claim", _new_host, _claim),
     Kind("write_allocations", _new_host, _write),
     Kind("release", _claimed, lambda lg, c, cid, n: lg.release(

@@ -98,7 +98,7 @@ def test_a_refused_command_records_nothing_and_its_retry_is_decided_again(
         ledger.claim(vm, {host: {"VCPU": 4}}, None, project_id=PROJECT, user_id=USER,
                      command_id="big")
     assert not ledger.command("big").applied
-    ledger.set_inventory(host, "VCPU", {"total": 4}, 2)
+    ledger.set_inventory(host, "VCPU", {"total": 4}, 1)
 
     view = ledger.claim(vm, {host: {"VCPU": 4}}, None, project_id=PROJECT, user_id=USER,
                         command_id="big")

@@ -56,6 +56,8 @@ def world(server_port: int) -> Iterator[World]:
     client = Client(server_port)
     tag = uuid4().hex[:8].upper()
     cpu, mem, disk = (f"CUSTOM_{kind}_{tag}" for kind in ("CPU", "MEM", "DISK"))
+    for rc in (cpu, mem, disk):  # custom classes are created before an inventory uses them
+        assert client.call("PUT", f"/resource_classes/{rc}", version="1.7").status == 201
     host = _provider(client, "host")
     numa0 = _provider(client, "numa0", host)
     numa1 = _provider(client, "numa1", host)
@@ -205,6 +207,7 @@ def test_two_servers_on_one_store_agree_right_after_a_write(kind: str, tmp_path:
         query = f"resources={cpu}:2"
         assert ask(b, query, "1.29").body["allocation_requests"] == []
         host = _provider(a, "host")
+        assert a.call("PUT", f"/resource_classes/{cpu}", version="1.7").status == 201
         _inventories(a, host, {cpu: 4})
         for first, second in ((a, b), (b, a)):
             assert ask(second, query, "1.29").body == ask(first, query, "1.29").body

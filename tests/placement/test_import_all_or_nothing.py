@@ -214,8 +214,10 @@ def test_an_import_killed_midway_leaves_an_empty_ledger(
     complete = events(whole)
     env = {k: v for k, v in os.environ.items() if k not in ("LEDGER_URL", "PROJECTIONS_URL")}
     entry = "from allocation_ledger.cli import main; raise SystemExit(main())"
-    for after in (0.2, 0.6, 1.2):
-        target = tmp_path / f"killed-{after}.db"
+
+    def run(target: Path, kill_after: float | None) -> tuple[int, float]:
+        """The import into ``target``, killed ``kill_after`` seconds after it opened the
+        target (``None``: let it finish); its exit code and how long it ran from then."""
         running = subprocess.Popen(
             [sys.executable, "-c", entry, "--url", f"sqlite:///{target}", "import-placement",
              "--from", placement.url, "--quiet"], env=env, stdout=subprocess.DEVNULL,
@@ -223,7 +225,20 @@ def test_an_import_killed_midway_leaves_an_empty_ledger(
         deadline = time.monotonic() + 60
         while not target.exists() and running.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)  # the target is opened: the import is under way
-        time.sleep(after)
-        running.send_signal(signal.SIGKILL)
-        assert running.wait(timeout=60) == -signal.SIGKILL, "finished before the kill"
-        assert events(f"sqlite:///{target}") in (0, complete)
+        opened = time.monotonic()
+        if kill_after is not None:
+            time.sleep(kill_after)
+            running.send_signal(signal.SIGKILL)
+        code = running.wait(timeout=120)
+        return code, time.monotonic() - opened
+
+    # kill at fractions of how long a whole import runs on this machine, now
+    code, whole_run = run(tmp_path / "timed.db", None)
+    assert code == 0 and events(f"sqlite:///{tmp_path / 'timed.db'}") == complete
+    killed = 0
+    for fraction in (0.1, 0.4, 0.7):
+        target = tmp_path / f"killed-{fraction}.db"
+        code, _ = run(target, fraction * whole_run)
+        killed += code == -signal.SIGKILL
+        assert events(f"sqlite:///{target}") in (0, complete)  # all or nothing
+    assert killed, "every import finished before its kill: nothing was tried midway"

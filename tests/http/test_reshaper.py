@@ -150,12 +150,19 @@ def test_reshaper_moves_vcpu_to_a_child_and_back(client: Client) -> None:
     assert w.call("POST", P, {"uuid": w.alt_rp, "name": f"rp-{w.alt_rp}",
                               "parent_provider_uuid": w.rp}, "1.20").status == 200
     gen, alt_gen = w.generation(w.rp), w.generation(w.alt_rp)
-    moved = w.reshape({w.rp: {"resource_provider_generation": gen,
-                              "inventories": {"DISK_GB": DISK}},
-                       w.alt_rp: {"resource_provider_generation": alt_gen,
-                                  "inventories": {"VCPU": {"total": 10, "max_unit": 8}}}},
-                      w.moved(1, 1, 1))
+    moved_body = {
+        "inventories": {w.rp: {"resource_provider_generation": gen,
+                               "inventories": {"DISK_GB": DISK}},
+                        w.alt_rp: {"resource_provider_generation": alt_gen,
+                                   "inventories": {"VCPU": {"total": 10, "max_unit": 8}}}},
+        "allocations": w.moved(1, 1, 1)}
+    key = new()
+    moved = client.call("POST", "/reshaper", moved_body, version="1.30",
+                        headers={"Idempotency-Key": key})
     assert moved.status == 204, moved.body
+    retried = client.call("POST", "/reshaper", moved_body, version="1.30",
+                          headers={"Idempotency-Key": key})
+    assert retried.status == 204, retried.body  # answered from the record: nothing again
     parent, child = w.usages(w.rp), w.usages(w.alt_rp)
     assert parent == {"usages": {"DISK_GB": 1020}, "resource_provider_generation": gen + 3}
     assert child == {"usages": {"VCPU": 9}, "resource_provider_generation": alt_gen + 3}

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from allocation_ledger import Ledger
+from allocation_ledger.audit import audit
 from allocation_ledger.domain.errors import (
     ConsumerGenerationConflict,
     InsufficientCapacity,
@@ -22,6 +23,7 @@ from allocation_ledger.domain.errors import (
     ProviderNotFound,
 )
 from tests.builders import PROJECT, USER, a_host, an_instance, new_id, snapshot
+from tests.invariants import assert_invariants
 
 VGPU = {"total": 4}
 
@@ -75,6 +77,9 @@ def test_vgpu_inventory_moves_to_a_child_with_the_instance_using_it(ledger: Ledg
     assert {rp: ledger.provider(rp).generation - before[rp] for rp in (host, gpu)} == {
         host: 3, gpu: 3}
     assert views[gpu].generation == ledger.provider(gpu).generation
+    assert_invariants(ledger)
+    report = audit(ledger.store)  # every position replayed, the interim one included
+    assert report.ok, report.errors
 
 
 def test_moving_the_inventory_without_its_allocation_is_refused(ledger: Ledger) -> None:

@@ -180,3 +180,25 @@ def test_an_empty_inventory_leaves_out_the_interim_step(ledger: Ledger) -> None:
     assert ledger.provider(host).usages["VGPU"] == 1
     assert {rp: ledger.provider(rp).generation - before[rp] for rp in (host, gpu)} == {
         host: 3, gpu: 2}
+
+
+def test_a_migration_consumer_may_be_named_only_with_what_it_holds(ledger: Ledger) -> None:
+    """Nova names every consumer of the tree; a resize's migration holding the source is
+    left as it is, and moving its allocations is refused (they change only through the
+    move commands), with nothing written."""
+    host, gpu = a_gpu_host(ledger)
+    other = a_host(ledger)
+    vm = an_instance(ledger, {host: {"VCPU": 2}})
+    moving = an_instance(ledger, {host: {"VCPU": 1}})
+    migration = new_id()
+    ledger.swap(moving.consumer_uuid, migration, moving.generation, kind="resize")
+    held = ledger.consumer(migration)
+    shape = inventories(ledger, **{host: {"VCPU": {"total": 16}}, gpu: {"VGPU": VGPU}})
+    events = snapshot(ledger)
+    with pytest.raises(InvalidRequest, match="migration consumers change only"):
+        ledger.reshape(shape, {migration: on(held.generation, {other: {"VCPU": 1}})})
+    assert snapshot(ledger) == events
+    ledger.reshape(shape, {vm.consumer_uuid: on(vm.generation, {host: {"VCPU": 2}}),
+                           migration: on(held.generation, {host: {"VCPU": 1}})})
+    assert ledger.consumer(migration) == held
+    assert ledger.provider(gpu).inventories["VGPU"].total == 4

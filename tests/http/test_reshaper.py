@@ -140,6 +140,9 @@ def test_reshaper_refusals_as_placement(client: Client) -> None:
     answer = w.reshape(steel, w.moved(1, 1, 1))
     assert answer.status == 400 and "No such resource class DISK_OF_STEEL" in detail(answer)
 
+    answer = w.reshape(shape(reserved=4096), w.moved(1, 1, 1))  # above its total
+    assert answer.status == 400 and "Bad inventory DISK_GB" in detail(answer)
+
     answer = w.reshape(shape(max_unit=600), w.moved(1, 1, 1))  # CONSUMER_0's 1000 too big
     assert answer.status == 409 and "Unable to allocate inventory" in detail(answer)
     assert w.state() == before

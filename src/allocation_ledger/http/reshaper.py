@@ -94,5 +94,7 @@ def reshape(ctx: Ctx) -> Reply:
         raise errors.HTTPError(409, f"update conflict: {errors.detail(err)}",
                                errors.INVENTORY_INUSE) from err
     except InvalidInventory as err:
-        raise errors.HTTPError(400, f"malformed reshaper data: {errors.detail(err)}") from err
+        raise errors.HTTPError(400, f"Bad inventory {err.resource_class} for resource "
+                                    f"provider {err.provider_uuid}: {errors.detail(err)}"
+                               ) from err
     return Reply(204)

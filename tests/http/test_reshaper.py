@@ -169,6 +169,9 @@ def test_reshaper_moves_vcpu_to_a_child_and_back(client: Client) -> None:
     parent, child = w.usages(w.rp), w.usages(w.alt_rp)
     assert parent == {"usages": {"DISK_GB": 1020}, "resource_provider_generation": gen + 3}
     assert child == {"usages": {"VCPU": 9}, "resource_provider_generation": alt_gen + 3}
+    listed = w.call("GET", f"{P}/{w.alt_rp}/allocations", version="1.28").body  # read side
+    assert {c: a["resources"] for c, a in listed["allocations"].items()} == {
+        w.consumer_id: {"VCPU": 8}, w.alt_consumer: {"VCPU": 1}}
 
     new_vcpu, new_mixed = "7bd2e864-0415-445c-8fc2-328520ef7642", new()
     both = {"DISK_GB": DISK, "VCPU": {"total": 10, "max_unit": 8}}

@@ -51,8 +51,9 @@ def _allocations(ctx: Ctx, value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for consumer, body in shapes.obj(value, where="allocations").items():
         if not ctx.at_least(1, 34) and isinstance(body, dict) and "mappings" in body:
-            raise shapes.invalid(f"Additional properties are not allowed (mappings in "
-                                 f"consumer {consumer})", "additionalProperties")
+            raise shapes.invalid(f"Additional properties are not allowed ('mappings' was "
+                                 f"unexpected) in consumer {consumer}",
+                                 "additionalProperties")
         w = consumer_write(ctx, shapes.uuid_param(consumer, "consumer_uuid"), body, True)
         out[w["consumer_uuid"]] = {
             "allocations": w["allocations"], "project_id": w["project_id"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from allocation_ledger import Ledger
+from allocation_ledger import Ledger, open_ledger
 from allocation_ledger.audit import audit
 from allocation_ledger.domain.errors import (
     ConsumerGenerationConflict,
@@ -202,3 +202,17 @@ def test_a_migration_consumer_may_be_named_only_with_what_it_holds(ledger: Ledge
                            migration: on(held.generation, {host: {"VCPU": 1}})})
     assert ledger.consumer(migration) == held
     assert ledger.provider(gpu).inventories["VGPU"].total == 4
+
+
+def test_a_reshape_through_group_commit(url: str) -> None:
+    """With group commit on, a reshape without a command id is decided in a group like any
+    command: the same outcome, and a stale generation is refused all the same."""
+    with open_ledger(url, group_commit=True) as grouped:
+        host, gpu = a_gpu_host(grouped)
+        vm = an_instance(grouped, {host: {"VGPU": 1}})
+        shape = root_to_child(grouped, host, gpu)
+        grouped.reshape(shape, {vm.consumer_uuid: on(vm.generation, {gpu: {"VGPU": 1}})})
+        assert grouped.provider(gpu).usages == {"VGPU": 1}
+        with pytest.raises(ProviderGenerationConflict):
+            grouped.reshape(shape, {})
+        assert_invariants(grouped)

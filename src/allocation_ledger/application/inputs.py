@@ -273,6 +273,49 @@ class WritesIn(Model):
     writes: Annotated[list[ConsumerWriteIn], BeforeValidator(_not_text), Field(min_length=1)]
 
 
+def _distinct_consumer_keys(value: object) -> object:
+    """Refuse two spellings of one consumer UUID as keys (they would silently merge)."""
+    if isinstance(value, dict):
+        seen: dict[str, object] = {}
+        for key in value:
+            try:
+                canonical = _uuid(key)
+            except ValueError:
+                continue  # reported by the key validator
+            if canonical in seen:
+                raise ValueError(f"consumer {canonical} is named twice ({seen[canonical]!r} "
+                                 f"and {key!r})")
+            seen[canonical] = key
+    return value
+
+
+class ReshapeInventoriesIn(Model):
+    """One provider's whole new inventory in a reshape, at the generation the caller read."""
+
+    resource_provider_generation: Generation
+    inventories: dict[ResourceClass, InventoryIn]
+
+
+class ReshapeConsumerIn(Model):
+    """One consumer's whole new allocation in a reshape (empty: it gives up what it holds)."""
+
+    allocations: AllocationsIn
+    project_id: Name
+    user_id: Name
+    consumer_generation: Generation | None
+    consumer_type: ConsumerType = INSTANCE
+
+
+class ReshapeIn(Model):
+    """A reshape (Placement's ``POST /reshaper``): providers' inventories by provider UUID
+    (at least one) and consumers' allocations by consumer UUID, in one append."""
+
+    inventories: Annotated[dict[Uuid, ReshapeInventoriesIn],
+                           BeforeValidator(_distinct_uuid_keys), Field(min_length=1)]
+    allocations: Annotated[dict[Uuid, ReshapeConsumerIn],
+                           BeforeValidator(_distinct_consumer_keys)]
+
+
 class AgeIn(Model):
     """How old an in-flight migration must be, and the moment to measure from."""
 

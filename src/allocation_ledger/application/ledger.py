@@ -29,6 +29,7 @@ from allocation_ledger.application.command_ids import (
 )
 from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.handlers import claims, moves, providers
+from allocation_ledger.application.handlers import reshape as reshaping
 from allocation_ledger.application.handlers import resource_classes as classes
 from allocation_ledger.application.handlers import traits as traits_handler
 from allocation_ledger.application.handling import handle
@@ -47,6 +48,7 @@ from allocation_ledger.application.inputs import (
     ReleaseIn,
     RenameProviderIn,
     RequestIn,
+    ReshapeIn,
     ResolveIn,
     ResourceClassIn,
     TraitIn,
@@ -172,6 +174,33 @@ class Ledger:
         new = [c.consumer_uuid for c in cmd.writes if c.expected_generation is None]
         return self._handle(it, claims.write_allocations, cmd,
                             lambda r: [_consumer(r, c.consumer_uuid) for c in cmd.writes], new)
+
+    def reshape(
+        self,
+        inventories: Mapping[str, Mapping[str, Any]],
+        allocations: Mapping[str, Mapping[str, Any]],
+        *,
+        request: Mapping[str, str] | None = None,
+        command_id: CommandId | None = None,
+    ) -> dict[str, ProviderView]:
+        """Replace the inventories of several providers and the allocations of several
+        consumers in one atomic write (Placement's ``POST /reshaper``): a class of inventory
+        moves from a root to a child, say, and the allocations using it move with it.
+
+        ``inventories`` maps each provider to ``{"resource_provider_generation",
+        "inventories"}`` (its whole new inventory, at the generation the caller read: a
+        stale one is a :class:`ProviderGenerationConflict`); ``allocations`` maps each
+        consumer to ``{"allocations", "project_id", "user_id", "consumer_generation"}``
+        and optionally ``consumer_type`` (an empty allocation releases). Capacity is
+        checked against the final inventories, so a class may leave a provider because
+        its allocations leave in the same write. Returns the views of the providers of
+        ``inventories`` afterwards.
+        """
+        cmd = parse(ReshapeIn, inventories=inventories, allocations=allocations)
+        it = intent("reshape", command_id, request, cmd)
+        new = [c for c, w in cmd.allocations.items() if w.consumer_generation is None]
+        return self._handle(it, reshaping.reshape, cmd,
+                            lambda r: {p: _provider(p)(r) for p in cmd.inventories}, new)
 
     def release(
         self,

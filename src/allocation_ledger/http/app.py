@@ -23,6 +23,7 @@ from allocation_ledger.http import (
     microversion,
     observe,
     providers,
+    reshaper,
     resource_classes,
     root,
     traits,
@@ -81,6 +82,7 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
     (RP + "/aggregates", "GET", aggregates.provider_aggregates, (1, 1)),
     (RP + "/aggregates", "PUT", aggregates.set_provider_aggregates, (1, 1)),
     ("/allocation_candidates", "GET", allocation_candidates.list_candidates, (1, 10)),
+    ("/reshaper", "POST", reshaper.reshape, (1, 30)),
     *ledger_routes.ROUTES,
 )
 

@@ -167,3 +167,7 @@ def delete_inventory(ctx: Ctx) -> Reply:
         raise errors.HTTPError(409, f"Unable to delete inventory of class {rc}: "
                                     f"{errors.detail(err)}", errors.CONCURRENT_UPDATE) from err
     return Reply(204)
+
+
+#: one inventory record of a body checked as Placement's schema checks it (the reshaper's too)
+inventory_record = _record

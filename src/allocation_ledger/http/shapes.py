@@ -38,8 +38,11 @@ def obj(data: Any, required: Collection[str] = (), allowed: Collection[str] | No
     if allowed is not None:
         extra = sorted(k for k in data if k not in allowed and k not in required)
         if extra:
-            raise invalid(f"Additional properties are not allowed ({', '.join(extra)} in "
-                          f"{where})", "additionalProperties")
+            # jsonschema's words (Placement's gabbits read "'bad_field' was unexpected")
+            names = ", ".join(repr(k) for k in extra)
+            verb = "was" if len(extra) == 1 else "were"
+            raise invalid(f"Additional properties are not allowed ({names} {verb} "
+                          f"unexpected) in {where}", "additionalProperties")
     return data
 
 

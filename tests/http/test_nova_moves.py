@@ -6,6 +6,10 @@ a look-alike write that is not a move stays a plain write."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -15,7 +19,7 @@ from tests.http.nova import (
     delete_allocation_for_instance,
     move_allocations,
 )
-from tests.http.server import Client
+from tests.http.server import Client, running_server
 from tests.http.world import LATEST, World, build, inventory, provider
 
 FLAVOR = {"VCPU": 2, "MEMORY_MB": 512}  # what build()'s vm holds on its host
@@ -254,3 +258,31 @@ def test_look_alike_writes_stay_plain_writes(client: Client) -> None:
         "1.28")
     assert written.status == 204, written
     assert client.call("GET", f"/ledger/migrations/{other_project}").status == 404
+
+
+def test_a_nova_move_is_listed_and_repaired_by_the_cli(tmp_path: Path) -> None:
+    """The command line over the server's store sees the move Nova started (``list
+    migrations``) and repairs it when Nova leaks it (``repair --stale-after 0``)."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with running_server(url) as port:
+        client = Client(port)
+        world = build(client)
+        migration, _ = _resized(client, world)
+        listed = _cli(url, "--json", "list", "migrations", "--stale-after", "0")
+        rows = [r for r in json.loads(listed) if r["uuid"] == migration]
+        assert [(r["instance_uuid"], r["kind"]) for r in rows] == [(world.vm, "migration")]
+        _cli(url, "repair", "--stale-after", "0", "--action", "revert",
+             "--reason", "leaked by nova")
+        assert _migration(client, migration)["status"] == "reverted"
+        assert allocations_of(client, world.vm)["allocations"][world.host]["resources"] \
+            == FLAVOR
+        client.close()
+
+
+def _cli(url: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", "from allocation_ledger.cli import main; main()", "--url", url,
+         "--no-progress", *args],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout

@@ -177,6 +177,29 @@ def test_a_stale_instance_generation_is_a_consumer_conflict(client: Client) -> N
     assert client.call("GET", f"/ledger/migrations/{migration}").status == 404
 
 
+def test_a_stale_generation_of_either_consumer_of_a_revert_or_confirm_is_a_conflict(
+        client: Client) -> None:
+    world = build(client)
+    migration, dest = _resized(client, world)
+    generation = allocations_of(client, world.vm)["consumer_generation"]
+    for migration_generation, instance_generation in ((1, generation + 1), (2, generation)):
+        refused = client.call("POST", "/allocations", {
+            migration: {"allocations": {}, "project_id": "p", "user_id": "u",
+                        "consumer_generation": migration_generation},
+            world.vm: {"allocations": {world.host: {"resources": FLAVOR}},
+                       "project_id": "p", "user_id": "u",
+                       "consumer_generation": instance_generation}}, "1.28")
+        assert refused.status == 409, refused
+        assert "consumer generation conflict" in refused.body["errors"][0]["detail"]
+    refused = client.call("PUT", f"/allocations/{migration}", {
+        "allocations": {}, "project_id": "p", "user_id": "u", "consumer_generation": 2},
+        "1.28")
+    assert refused.status == 409, refused
+    assert "consumer generation conflict" in refused.body["errors"][0]["detail"]
+    assert _migration(client, migration)["status"] == "in-progress"
+    assert _usages(client, world.host) == _usages(client, dest) == FLAVOR
+
+
 def test_a_retried_swap_and_confirm_get_the_first_answer(client: Client) -> None:
     world = build(client)
     dest, migration = _destination(client), str(uuid4())
@@ -206,6 +229,27 @@ def test_a_retried_swap_and_confirm_get_the_first_answer(client: Client) -> None
     assert retried.status == 204, retried
     assert _events(client) == appended
     assert _migration(client, migration)["status"] == "confirmed"
+
+
+def test_a_retried_revert_gets_the_first_answer(client: Client) -> None:
+    world = build(client)
+    migration, dest = _resized(client, world)
+    generation = allocations_of(client, world.vm)["consumer_generation"]
+    body = {
+        migration: {"allocations": {}, "project_id": "p", "user_id": "u",
+                    "consumer_generation": 1},
+        world.vm: {"allocations": {world.host: {"resources": FLAVOR}}, "project_id": "p",
+                   "user_id": "u", "consumer_generation": generation},
+    }
+    key = f"nova-{uuid4()}"
+    first = client.call("POST", "/allocations", body, "1.28", headers={"Idempotency-Key": key})
+    assert first.status == 204, first
+    appended = _events(client)
+    again = client.call("POST", "/allocations", body, "1.28", headers={"Idempotency-Key": key})
+    assert again.status == 204, again
+    assert _events(client) == appended
+    assert _migration(client, migration)["status"] == "reverted"
+    assert _usages(client, dest) == {"VCPU": 0, "MEMORY_MB": 0}
 
 
 def test_a_swap_sent_with_consumer_type_migration_at_1_38(client: Client) -> None:

@@ -15,8 +15,9 @@ write. The rule, exactly:
   and has no move in flight; *M* was never written; *M*'s allocations, project and user are
   exactly *I*'s; no ``consumer_type`` sent says otherwise (*M*'s, when sent, is
   ``MIGRATION``; *I*'s is not). The move's kind is ``migration`` (a cold migration): Nova's
-  write does not say whether it is a resize, a cold or a live migration, and a cold
-  migration is the kind with no rule a resize or live migration would break.
+  write does not say whether it is a resize, a cold or a live migration; the ledger checks
+  a cold migration exactly as a resize, and leaves out only the live migration's own rule
+  (its destination on another host), which Nova's scheduler keeps itself.
 - **revert**: two entries; consumer *M* emptied with a generation, *I* given allocations;
   *M* is a migration record of a swap kind in flight that holds allocations, *I* is its
   instance, and *I*'s new allocations, project and user are exactly what *M* holds (its
@@ -28,7 +29,8 @@ write. The rule, exactly:
 
 Each generation the write sends goes to the command unchanged, so the command's own checks
 (in the one atomic append) refuse a stale one as Placement would; the rule reads no
-generation itself. Anything else is a plain write.
+generation itself (a ``DELETE`` sends none: its confirm takes the migration's current one,
+as Placement's ``DELETE`` checks none). Anything else is a plain write.
 """
 
 from __future__ import annotations

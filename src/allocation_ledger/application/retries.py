@@ -28,7 +28,7 @@ from allocation_ledger.application.command_ids import (
 from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.application.ledger import Ledger, _consumer
 from allocation_ledger.application.readside import ReadSide
-from allocation_ledger.application.views import ConsumerView, ProviderView
+from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain.ids import provider_stream_id, resource_class_stream_id
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.resource_class import ResourceClass
@@ -62,6 +62,11 @@ class LedgerBefore(Ledger):
         """The consumer as it was then."""
         uuid = canonical_uuid(consumer_uuid)
         return guarded_read(lambda: _consumer(self._point, uuid))
+
+    def migration(self, migration_uuid: str) -> MigrationView:
+        """The migration as it was then."""
+        uuid = canonical_uuid(migration_uuid)
+        return guarded_read(lambda: MigrationView.of(self._point.migration(uuid)))
 
     def resource_class_exists(self, name: str) -> bool:
         """Whether the custom class existed then."""

@@ -16,7 +16,7 @@ from typing import Any
 from allocation_ledger.application.views import ConsumerView
 from allocation_ledger.domain.consumer import UNKNOWN
 from allocation_ledger.domain.errors import ProviderNotFound, ResourceClassNotOnProvider
-from allocation_ledger.http import errors, resource_classes, shapes
+from allocation_ledger.http import errors, nova_moves, resource_classes, shapes
 from allocation_ledger.http.context import Ctx, Reply
 from allocation_ledger.http.providers import found
 
@@ -107,8 +107,11 @@ def _apply(ctx: Ctx, writes: list[dict[str, Any]]) -> Reply:
     nothing". When it holds nothing, the entry is left out (Placement writes nothing for
     it); when it holds allocations, the entry goes to the ledger, which refuses the whole
     write with a consumer generation conflict (409), as Placement does: never dropped while
-    the others are written.
+    the others are written. A write that is Nova's swap, revert or confirm of a move is
+    that move command instead (:mod:`.nova_moves`).
     """
+    if nova_moves.written_as_move(ctx, writes):
+        return Reply(204)
     live = [w for w in writes if w["allocations"] or w["expected_generation"] is not None
             or ctx.ledger.consumer(w["consumer_uuid"]).allocations]
     for w in live:  # a name no class can have: refused without a read
@@ -177,12 +180,15 @@ def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
 
 
 def delete_allocations(ctx: Ctx) -> Reply:
-    """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing."""
+    """``DELETE /allocations/{consumer_uuid}``: 204, or 404 when it holds nothing. Of a
+    migration whose instance claimed its destination, the move's confirm."""
     consumer = ctx.params["consumer_uuid"]
     try:
         consumer = shapes.uuid_param(consumer, "consumer_uuid")
     except errors.HTTPError:
         raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'") from None
+    if nova_moves.deleted_as_move(ctx, consumer):  # a migration's, with a destination
+        return Reply(204)
     if not ctx.ledger.force_release(consumer, **ctx.write()):
         raise errors.HTTPError(404, f"No allocations for consumer '{consumer}'")
     return Reply(204)

@@ -32,8 +32,10 @@ Runs inside ``.venv-placement`` (gabbi is there): stdlib and gabbi only.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
+import random
 import uuid
 from typing import Any
 
@@ -47,8 +49,16 @@ class FixtureSetupError(Exception):
     """Raised when the server refuses a call a data fixture needs."""
 
 
+_MADE = itertools.count(1)
+
+
 def new_uuid() -> str:
-    return str(uuid.uuid4())
+    """A random UUID whose first 32 bits count up, so the fixture's providers sort in the
+    order they were made. The ledger orders allocation candidates by provider UUID and
+    Placement by its row ids (creation order); with UUIDs in creation order a gabbit that
+    takes ``allocation_requests[0]`` gets the same candidate from both on every run (with
+    random UUIDs it got a different one each run, and some runs failed)."""
+    return str(uuid.UUID(int=(next(_MADE) << 96) | random.getrandbits(96), version=4))
 
 
 def error_detail(raw: bytes) -> str:

@@ -227,28 +227,26 @@ def providers_matching(engine: Engine, wanted: ProviderFilter) -> list[ProviderR
 def provider_traits(engine: Engine, provider_uuid: str | None = None) -> dict[str, list[str]]:
     """Every live provider's traits (or one provider's), by provider UUID, sorted."""
     t = tables.provider_traits.c
-    query = select(t.provider_uuid, t.trait).order_by(t.provider_uuid, t.trait)
-    if provider_uuid is not None:
-        query = query.where(t.provider_uuid == provider_uuid)
-    found: dict[str, list[str]] = {}
-    with engine.connect() as conn:
-        for uuid, trait in conn.execute(query):
-            found.setdefault(uuid, []).append(trait)
-    return found
+    return _values_by_provider(engine, t.provider_uuid, t.trait, provider_uuid)
 
 
 def provider_aggregates(engine: Engine, provider_uuid: str | None = None
                         ) -> dict[str, list[str]]:
     """Every live provider's aggregates (or one provider's), by provider UUID, sorted."""
     g = tables.provider_aggregates.c
-    query = select(g.provider_uuid, g.aggregate_uuid).order_by(g.provider_uuid,
-                                                                g.aggregate_uuid)
+    return _values_by_provider(engine, g.provider_uuid, g.aggregate_uuid, provider_uuid)
+
+
+def _values_by_provider(engine: Engine, key: Any, value: Any,
+                        provider_uuid: str | None) -> dict[str, list[str]]:
+    """``value`` of each row, gathered by ``key`` (a provider UUID column), both sorted."""
+    query = select(key, value).order_by(key, value)
     if provider_uuid is not None:
-        query = query.where(g.provider_uuid == provider_uuid)
+        query = query.where(key == provider_uuid)
     found: dict[str, list[str]] = {}
     with engine.connect() as conn:
-        for uuid, aggregate in conn.execute(query):
-            found.setdefault(uuid, []).append(aggregate)
+        for uuid, item in conn.execute(query):
+            found.setdefault(uuid, []).append(item)
     return found
 
 

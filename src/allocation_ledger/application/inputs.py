@@ -13,7 +13,7 @@ field and value.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 from uuid import UUID, uuid4
@@ -112,20 +112,27 @@ DeviceIds = Annotated[list[Name], BeforeValidator(_not_text), Field(max_length=M
 Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 
 
-def _distinct_uuid_keys(value: object) -> object:
-    """Refuse two spellings of one UUID as keys (they would silently merge)."""
-    if isinstance(value, dict):
-        seen: dict[str, object] = {}
-        for key in value:
-            try:
-                canonical = _uuid(key)
-            except ValueError:
-                continue  # reported by the key validator
-            if canonical in seen:
-                raise ValueError(f"provider {canonical} is named twice ({seen[canonical]!r} and "
-                                 f"{key!r})")
-            seen[canonical] = key
-    return value
+def _distinct_keys(kind: str) -> Callable[[object], object]:
+    """A validator refusing two spellings of one ``kind`` UUID as keys (they would silently
+    merge)."""
+    def check(value: object) -> object:
+        if isinstance(value, dict):
+            seen: dict[str, object] = {}
+            for key in value:
+                try:
+                    canonical = _uuid(key)
+                except ValueError:
+                    continue  # reported by the key validator
+                if canonical in seen:
+                    raise ValueError(f"{kind} {canonical} is named twice "
+                                     f"({seen[canonical]!r} and {key!r})")
+                seen[canonical] = key
+        return value
+    return check
+
+
+_distinct_uuid_keys = _distinct_keys("provider")
+_distinct_consumer_keys = _distinct_keys("consumer")
 
 
 AllocationsIn = Annotated[
@@ -271,22 +278,6 @@ class WritesIn(Model):
     """Several consumers' writes, one atomic append (``write_allocations``)."""
 
     writes: Annotated[list[ConsumerWriteIn], BeforeValidator(_not_text), Field(min_length=1)]
-
-
-def _distinct_consumer_keys(value: object) -> object:
-    """Refuse two spellings of one consumer UUID as keys (they would silently merge)."""
-    if isinstance(value, dict):
-        seen: dict[str, object] = {}
-        for key in value:
-            try:
-                canonical = _uuid(key)
-            except ValueError:
-                continue  # reported by the key validator
-            if canonical in seen:
-                raise ValueError(f"consumer {canonical} is named twice ({seen[canonical]!r} "
-                                 f"and {key!r})")
-            seen[canonical] = key
-    return value
 
 
 class ReshapeInventoriesIn(Model):

@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
@@ -95,8 +96,29 @@ def list_files(python: str) -> list[str]:
 
 def run_file(python: str, name: str, url: str) -> list[Outcome]:
     """Every test of gabbit file ``name`` run in order against a fresh server over the
-    (fresh) store at ``url``."""
-    return run_against(python, name, spawned(url))
+    (fresh) store at ``url``, authenticating and authorizing as Placement's fixture for
+    the file does (:func:`server_args`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return run_against(python, name, spawned(url, args=server_args(name, Path(folder))))
+
+
+def server_args(name: str, folder: Path) -> list[str]:
+    """``serve``'s options for gabbit file ``name``: Placement's ``noauth2`` (the fixture's
+    ``auth_strategy``), with the secure-RBAC or the legacy policy defaults as the file's
+    fixture chooses (:func:`placement_setup`); the ``-policy.yaml`` files' open policy (every
+    rule but ``admin_api`` allows anyone, as Placement's ``OpenPolicyFixture``) is written
+    to a policy file in ``folder``."""
+    setup = placement_setup(name)
+    args = ["--auth", "noauth2", "--policy-defaults",
+            "secure" if setup == "secure" else "legacy"]
+    if setup == "open":
+        from allocation_ledger.http.policy_rules import defaults
+
+        path = folder / "policy.json"
+        path.write_text(json.dumps({rule.name: "@" for rule in defaults()
+                                    if rule.name != "admin_api"}))
+        args += ["--policy-file", str(path)]
+    return args
 
 
 def run_on_placement(python: str, name: str, folder: Path) -> list[Outcome]:

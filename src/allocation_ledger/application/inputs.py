@@ -158,9 +158,11 @@ class UuidIn(Model):
 
 
 class RequestIn(Model):
-    """Who asked for a change and why; stored with every event the command appends."""
+    """Who asked for a change and why; stored with every event the command appends (the
+    actor's ``project`` when its token names one, as a Keystone token does)."""
 
     actor: ShortText = ""
+    project: ShortText = ""
     request_id: ShortText = ""
     reason: FreeText = ""
 

@@ -62,10 +62,11 @@ class HistoryEntry:
         return self.request.get("reason")
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry as JSON-ready data."""
+        """The entry as JSON-ready data (with the actor's ``project`` when it was stored)."""
+        project = {"project": self.request["project"]} if "project" in self.request else {}
         return {"position": self.position, "stream": self.stream, "version": self.version,
                 "event": self.event, "time": self.time.isoformat(), "actor": self.actor,
-                "request_id": self.request_id, "reason": self.reason,
+                **project, "request_id": self.request_id, "reason": self.reason,
                 "changes": self.changes, "summary": self.summary}
 
 

@@ -13,17 +13,34 @@ EXAMPLES = """\
   allocation-ledger serve                                   # 127.0.0.1:8778, no token
   allocation-ledger serve --bind 0.0.0.0:8778 --token-file /etc/ledger/tokens
   allocation-ledger serve --log-format json 2>> /var/log/ledger.jsonl   # one object a line
+  allocation-ledger serve --bind 0.0.0.0:8778 --auth keystone --auth-config placement.conf
+  allocation-ledger serve --auth noauth2 --policy-defaults legacy   # Placement's test auth
   curl -s http://127.0.0.1:8778/metrics                     # Prometheus' text format
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serve [--bind HOST:PORT] [--token-file FILE] [--log-level LEVEL]
+    """``serve [--bind HOST:PORT] [--token-file FILE] [--auth local|noauth2|keystone]
+    [--auth-config FILE] [--policy-file FILE] [--policy-defaults secure|legacy]
+    [--log-level LEVEL]
     [--log-format text|json] [--no-access-log] [--stale-after SECONDS]``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
                         help="lines of 'TOKEN NAME ROLE' (admin or reader); required off "
                              "loopback")
+    parser.add_argument("--auth", default="local", choices=["local", "noauth2", "keystone"],
+                        help="local: the token file (without one, the anonymous admin on "
+                             "loopback); keystone: keystonemiddleware's auth_token; noauth2: "
+                             "Placement's test authentication (loopback only). keystone and "
+                             "noauth2 enforce Placement's policy")
+    parser.add_argument("--auth-config", default=None, metavar="FILE",
+                        help="--auth keystone: an ini file with [keystone_authtoken] (as "
+                             "placement.conf) or a paste [filter:authtoken] section")
+    parser.add_argument("--policy-file", default=None, metavar="FILE",
+                        help="Placement policy overrides (oslo.policy YAML or JSON)")
+    parser.add_argument("--policy-defaults", default="secure", choices=["secure", "legacy"],
+                        help="Placement's secure-RBAC defaults (enforce_new_defaults) or "
+                             "the legacy ones that also accept role:admin (secure)")
     parser.add_argument("--max-body-bytes", type=positive_int, default=1024 * 1024, metavar="N",
                         help="refuse request bodies larger than N bytes with 413 (1 MiB)")
     parser.add_argument("--log-level", default="info",
@@ -41,9 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM."""
-    from allocation_ledger.http.server import serve
+    from allocation_ledger.http.server import AuthSettings, serve
 
+    auth = AuthSettings(args.auth, args.auth_config, args.policy_file, args.policy_defaults)
     serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes,
           log_format=args.log_format, access_log=args.access_log,
-          stale_after=args.stale_after)
+          stale_after=args.stale_after, auth=auth)
     return 0

@@ -29,12 +29,13 @@ from allocation_ledger.http import (
     traits,
     usages,
 )
-from allocation_ledger.http.auth import Tokens
+from allocation_ledger.http.auth import Guard, Tokens
 from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
 from allocation_ledger.http.limits import MAX_BODY
 
 if TYPE_CHECKING:
+    from allocation_ledger.http.policy import Policy
     from allocation_ledger.metrics import LedgerMetrics
 
 RP = "/resource_providers/{uuid}"
@@ -87,17 +88,21 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
 )
 
 
-def create_app(ledger: Ledger, tokens: Tokens | None = None,
-               max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None) -> Starlette:
+def create_app(ledger: Ledger, tokens: Guard | None = None,
+               max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None,
+               policy: Policy | None = None) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
     listing providers, a provider's allocations and project usages read the projections);
     request bodies of at most ``max_body`` bytes. Every request is logged on
     ``allocation_ledger.access``; with ``metrics`` (``allocation_ledger.metrics.instrument``
     of the ledger's store) its latency is observed there and ``GET /metrics`` serves them
-    (see ``http/observe.py`` and ``http/metrics_route.py``).
+    (see ``http/observe.py`` and ``http/metrics_route.py``). With a ``policy`` every
+    route but the root checks Placement's rule for it (``http/policy_rules.py``; the
+    ledger's own routes ``admin_api``) against the caller ``tokens`` identifies.
     """
     tokens = tokens or Tokens(None)
-    routes = [Route(path, endpoint(ledger, tokens, handler, since,
+    routes = [Route(path, endpoint(ledger, tokens, _checked(policy, handler, method, path),
+                                   since,
                                    405 if handler in TOO_EARLY_405 else 404, max_body,
                                    method in ("PUT", "POST") and handler not in NO_BODY),
                     methods=[method])
@@ -115,6 +120,16 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
                      middleware=[Middleware(observe.Observed, templates=templates,
                                             requests=requests)])
+
+
+def _checked(policy: Policy | None, handler: Handler, method: str, path: str) -> Handler:
+    """``handler`` behind its policy rule, when the server enforces one."""
+    if policy is None or path == "/":
+        return handler
+    from allocation_ledger.http.policy import guarded
+    from allocation_ledger.http.policy_rules import rule_for
+
+    return guarded(policy, handler, rule_for(method, path) or "admin_api")
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
+
+from starlette.requests import Request
 
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.http.errors import HTTPError
@@ -32,6 +35,15 @@ class Caller:
 
 
 ANONYMOUS = Caller("anonymous", "admin")
+
+
+class Guard(Protocol):
+    """How the server learns who is asking: a token file (:class:`Tokens`), or Keystone's
+    way (``http/keystone.py``)."""
+
+    async def identify(self, request: Request) -> Caller:
+        """The request's caller; :class:`HTTPError` 401 (or 403) when it may not ask."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,10 @@ class Tokens:
                     f"{', '.join(ROLES)}")
             callers[words[0]] = Caller(words[1], words[2])
         return cls(callers)
+
+    async def identify(self, request: Request) -> Caller:
+        """The caller of the request's ``X-Auth-Token`` (see :meth:`caller`)."""
+        return self.caller(request.headers.get(HEADER), request.method)
 
     def caller(self, token: str | None, method: str) -> Caller:
         """The caller a request's token names; 401 without a known token, 403 when its role

@@ -25,7 +25,7 @@ from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.application.retries import as_before
 from allocation_ledger.domain.errors import LedgerError
 from allocation_ledger.http import errors, microversion
-from allocation_ledger.http.auth import Caller, Tokens
+from allocation_ledger.http.auth import Caller, Guard
 from allocation_ledger.http.limits import MAX_BODY, read_body
 from allocation_ledger.http.microversion import Version
 from allocation_ledger.http.negotiation import check_accept, check_content_type, media_type
@@ -82,8 +82,13 @@ class Ctx:
 
     def meta(self) -> dict[str, str]:
         """The ``request`` mapping stored on every event this request writes: the caller's
-        name as the actor and the request id."""
-        return {"actor": self.caller.name, "request_id": self.request_id}
+        name as the actor (and its project, when its token names one) and the request
+        id."""
+        meta = {"actor": self.caller.name, "request_id": self.request_id}
+        project = getattr(self.caller, "project", None)
+        if project is not None:
+            meta["project"] = project
+        return meta
 
     def write(self) -> dict[str, Any]:
         """The keyword arguments of a command this request sends: ``request`` (see
@@ -106,7 +111,7 @@ class Ctx:
 Handler = Callable[[Ctx], Reply]
 
 
-def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
+def endpoint(ledger: Ledger, tokens: Guard, handler: Handler,
              since: Version = microversion.MIN, too_early: int = 404,
              max_body: int = MAX_BODY, takes_body: bool = False) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
@@ -119,7 +124,7 @@ def endpoint(ledger: Ledger, tokens: Tokens, handler: Handler,
         request_id = request_id_of(request.headers.get(REQUEST_ID))
         version = microversion.MIN
         try:
-            caller = tokens.caller(request.headers.get("x-auth-token"), request.method)
+            caller = await tokens.identify(request)
             note(request.scope).caller = caller.name  # for the access log
             version = microversion.requested(request.headers.get(microversion.HEADER))
             if version < since:

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from allocation_ledger.domain.errors import LedgerError
 from allocation_ledger.http import errors
-from allocation_ledger.http.auth import Tokens
+from allocation_ledger.http.auth import Guard, Tokens
 from allocation_ledger.http.context import REQUEST_ID, request_id_of
 from allocation_ledger.http.observe import note
 
@@ -30,14 +30,15 @@ PATH = "/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def metrics_endpoint(tokens: Tokens, exposition: Callable[[], bytes]
+def metrics_endpoint(tokens: Guard, exposition: Callable[[], bytes]
                      ) -> Callable[[Request], Awaitable[Response]]:
     """``GET /metrics``: the registry in Prometheus' text format, for any known caller."""
     async def metrics(request: Request) -> Response:
         request_id = request_id_of(request.headers.get(REQUEST_ID))
         headers = {REQUEST_ID: request_id}
         try:
-            caller = tokens.caller(token_of(request), "GET")
+            caller = (tokens.caller(token_of(request), "GET") if isinstance(tokens, Tokens)
+                      else await tokens.identify(request))
             note(request.scope).caller = caller.name
             text = await run_in_threadpool(_read, exposition)
         except errors.HTTPError as err:

@@ -11,10 +11,14 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import IO
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
 
 from allocation_ledger.domain.errors import InvalidRequest
-from allocation_ledger.http.auth import Tokens
+from allocation_ledger.http.auth import Guard, Tokens
+
+if TYPE_CHECKING:
+    from allocation_ledger.http.policy import Policy
 
 MAX_BODY = 1024 * 1024  # as http.limits.MAX_BODY (not imported: uvicorn loads lazily)
 
@@ -39,7 +43,8 @@ def is_loopback(host: str) -> bool:
 
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
-          access_log: bool = True, stale_after: float = 3600.0) -> None:
+          access_log: bool = True, stale_after: float = 3600.0,
+          auth: AuthSettings | None = None) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -50,7 +55,8 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     seconds or more), at ``GET /metrics``; it logs
     on stderr at ``log_level`` in ``log_format`` (``text`` or ``json``, see
     ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
-    false."""
+    false. ``auth`` chooses Keystone's way instead of the token file (see
+    :class:`AuthSettings`)."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
@@ -60,18 +66,55 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     from allocation_ledger.metrics import instrument
 
     host, port = parse_bind(bind)
-    tokens = Tokens.load(token_file)
-    if tokens.callers is None and not is_loopback(host):
-        raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
-                             "loopback address is allowed")
+    auth = auth or AuthSettings()
+    guard, policy = auth.build(token_file, host)
     log_config = logs.config(log_level, log_format, access_log=access_log)
     with open_ledger(url, read_side=True) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
                              positions=read_side.positions if read_side else None)
-        uvicorn.run(create_app(ledger, tokens, max_body, metrics), host=host, port=port,
+        uvicorn.run(create_app(ledger, guard, max_body, metrics, policy), host=host, port=port,
                     log_level=log_level, log_config=log_config, access_log=False,
                     http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """How ``serve`` authenticates and authorizes: ``local`` (the token file, or without
+    one the anonymous admin on loopback), ``noauth2`` (Placement's test authentication,
+    loopback only) or ``keystone`` (``keystonemiddleware.auth_token`` configured by
+    ``config``); the last two check Placement's policy with the ``policy_defaults``
+    (``secure`` or ``legacy``) and the operator's ``policy_file``."""
+
+    mode: str = "local"
+    config: str | None = None
+    policy_file: str | None = None
+    policy_defaults: str = "secure"
+
+    def build(self, token_file: str | None, host: str) -> tuple[Guard, Policy | None]:
+        """The guard and the policy (``None``: no policy) these settings make."""
+        if self.mode == "local":
+            tokens = Tokens.load(token_file)
+            if tokens.callers is None and not is_loopback(host):
+                raise InvalidRequest(f"serving on {host} needs --token-file: without tokens "
+                                     "only a loopback address is allowed")
+            return tokens, None
+        if token_file is not None:
+            raise InvalidRequest(f"--token-file is for --auth local, not {self.mode}")
+        from allocation_ledger.http.keystone import KeystoneAuth, Noauth2
+        from allocation_ledger.http.policy import Policy
+
+        policy = Policy(self.policy_defaults, self.policy_file)
+        if self.mode == "noauth2":
+            if not is_loopback(host):
+                raise InvalidRequest(f"--auth noauth2 trusts the caller's headers: only a "
+                                     f"loopback address is allowed, not {host}")
+            return Noauth2(), policy
+        if self.mode == "keystone":
+            if self.config is None:
+                raise InvalidRequest("--auth keystone needs --auth-config FILE")
+            return KeystoneAuth.from_file(self.config), policy
+        raise InvalidRequest(f"--auth must be local, noauth2 or keystone, not {self.mode!r}")
 
 
 def free_port() -> int:

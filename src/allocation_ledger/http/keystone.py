@@ -23,6 +23,7 @@ The root (``GET /``, the version document) needs no token, as in Placement.
 from __future__ import annotations
 
 import configparser
+import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.http.auth import Caller
 from allocation_ledger.http.errors import HTTPError
 
+LOG = logging.getLogger(__name__)
 UNAUTHORIZED = "The request you have made requires authentication."
 ROOT = ("/", "")
 
@@ -145,8 +147,13 @@ class KeystoneAuth:
                            exc_info: object = None) -> None:
             answer.update(status=status, headers=headers)
 
-        body: Iterable[bytes] = self.middleware(environ, start_response)
-        b"".join(body)
+        try:
+            body: Iterable[bytes] = self.middleware(environ, start_response)
+            b"".join(body)
+        except Exception as err:  # Keystone unreachable or misconfigured: not the caller's
+            LOG.exception("token validation failed")
+            raise HTTPError(503, f"Keystone could not validate the token: "
+                                 f"{type(err).__name__}") from err
         if not environ.get(_PASSED):
             status = int(str(answer.get("status", "401")).split()[0])
             headers = {k.lower(): v for k, v in answer.get("headers", [])

@@ -29,8 +29,8 @@ UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]
 FILTER = re.compile(r"does not filter providers by (\w+)")
 
 GENERATION_AT_CREATION = "defect: a new provider's generation is 1, Placement's 0 (issue 27 #5)"
-NO_POLICY = ("difference: no policy roles; without a token file every loopback caller is the "
-             "anonymous admin (issue 27: Keystone and policy)")
+NO_POLICY = ("defect: a policy answer differs from Placement's defaults "
+             "(http/policy_rules.py, http/policy.py)")
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ RULES: list[Callable[[Failure], str | None]] = [
     not_built,
     provider_filter,
     when(lambda f: f.want == "403", NO_POLICY),
-    when(lambda f: f.want == "401", "difference: no noauth2 token check; without a token "
-         "file a loopback caller needs no token"),
+    when(lambda f: f.want == "401", "defect: authentication differs from Placement's "
+         "noauth2 (http/keystone.py)"),
     when(lambda f: "generation" in f.detail and (
         f.got == "409" or "Unable to match" in f.detail), GENERATION_AT_CREATION),
     when(lambda f: "cache-control" in f.detail or "last-modified" in f.detail,

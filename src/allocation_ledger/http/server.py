@@ -11,9 +11,9 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import IO
+from typing import IO, ClassVar
 
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.errors import InvalidRequest, LedgerError
 from allocation_ledger.http.auth import Tokens
 
 MAX_BODY = 1024 * 1024  # as http.limits.MAX_BODY (not imported: uvicorn loads lazily)
@@ -65,6 +65,7 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
         raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
                              "loopback address is allowed")
     log_config = logs.config(log_level, log_format, access_log=access_log)
+    check_can_listen(host, port)
     with open_ledger(url, read_side=True) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
@@ -72,6 +73,35 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
         uvicorn.run(create_app(ledger, tokens, max_body, metrics), host=host, port=port,
                     log_level=log_level, log_config=log_config, access_log=False,
                     http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)
+
+
+class CannotListen(LedgerError):
+    """Raised when ``serve`` cannot listen on its address (a port in use, an address not of
+    this host, a port below 1024 without the right): one line, exit 1."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("bind", "reason")
+    bind: str
+    reason: str
+
+    def __init__(self, bind: str, reason: str) -> None:
+        self.bind, self.reason = bind, reason
+        super().__init__(f"cannot listen on {bind}: {reason}")
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Bind ``host:port`` once and let go (as uvicorn binds it: ``SO_REUSEADDR``), so a port
+    in use is one line before the store is opened rather than uvicorn's lines and exit 3."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as err:
+        raise CannotListen(f"{host}:{port}", str(err)) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            raise CannotListen(f"{host}:{port}", err.strerror or str(err)) from None
 
 
 def free_port() -> int:

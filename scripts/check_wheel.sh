@@ -26,6 +26,18 @@ benches = [n for n in names if n.startswith("allocation_ledger/bench/")
            or n == "allocation_ledger/projections/bench.py"]
 assert not benches, f"the wheel ships benchmark code: {benches}"
 print("top-level names:", ", ".join(top), "(py.typed shipped, no benchmark code)")
+# The metadata a package index shows: the README as the description, classifiers, project
+# URLs, and no development tools published as an extra (they are a dependency group).
+meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+lines = zipfile.ZipFile(sys.argv[1]).read(meta).decode().split("\n")
+fields = [line.split(": ", 1) for line in lines if ": " in line and not line.startswith(" ")]
+extras = sorted(v for k, v in fields if k == "Provides-Extra")
+assert extras == ["http", "keystone", "metrics", "placement"], f"the wheel publishes extras {extras}"
+assert any(k == "Classifier" for k, _ in fields), "no classifiers"
+assert {"Homepage", "Documentation", "Source"} <= {
+    v.split(",")[0] for k, v in fields if k == "Project-URL"}, "no project URLs"
+assert any(k == "Description-Content-Type" and v == "text/markdown" for k, v in fields)
+print("metadata: extras", ", ".join(extras), "; classifiers and project URLs present")
 PY
 
 "$PYTHON" -m venv "$WORK/venv"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,27 @@ import pytest
 
 from allocation_ledger import Ledger, open_ledger
 from tests.stores import store_url
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow", action="store_true", default=False,
+        help="also run the long trials marked slow (many-process races, kill -9 loops, "
+             "failovers, large random differential runs); LEDGER_TEST_SLOW=1 does the same. "
+             ".ci/run includes them; ./scripts/test.sh alone leaves them out.")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the tests marked slow unless asked for (``--slow``, ``LEDGER_TEST_SLOW=1``,
+    or a ``-m`` expression, which then decides alone); pytest counts them as deselected."""
+    if (config.getoption("--slow") or os.environ.get("LEDGER_TEST_SLOW") == "1"
+            or config.getoption("markexpr")):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
 
 STORES = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

@@ -83,7 +83,7 @@ def test_history_ledger_shows_it_as_a_record_it_cannot_read(
     url, position, _ = malformed
     code, out, err = run(capsys, "history", "ledger", "--url", url, "--json")
     assert err == "" and code == 0
-    records = [json.loads(line) for line in out.splitlines()]
+    records = json.loads(out)  # --json: one array
     bad = [r for r in records if r["position"] == position]
     assert len(bad) == 1 and "MalformedEvent" in bad[0]["error"]
     assert records[-1]["position"] > position  # and it read on

@@ -84,7 +84,7 @@ def test_dry_run_changes_nothing_and_the_real_run_leaves_the_audit_clean(
     migration = next(iter(moves))
     code, out = cli(capsys, "history", "migration", migration[:13], "--url", durable_url,
                     "--json")
-    entries = [json.loads(line) for line in out.splitlines()]
+    entries = json.loads(out)
     [reverted] = [e for e in entries if e["event"] == "Migration.Reverted"]
     assert (reverted["actor"], reverted["reason"]) == ("alice", "ticket 42")
     assert reverted["request_id"].startswith("repair-")
@@ -127,7 +127,7 @@ def test_named_consumers_are_released_with_who_and_why(
     assert ledger.consumer(vm).generation is None  # holds nothing
     assert ledger.migration(migration).status == "aborted"  # its move went with it
     code, out = cli(capsys, "history", "consumer", vm, "--url", durable_url, "--json")
-    last = json.loads(out.splitlines()[-1])
+    last = json.loads(out)[-1]
     assert (last["event"], last["reason"]) == ("Consumer.AllocationsReleased",
                                                "deleted in nova")
     code, out = cli(capsys, "repair", vm, "--url", durable_url, "--action", "release",

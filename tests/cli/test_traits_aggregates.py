@@ -89,7 +89,7 @@ def test_history_shows_who_gave_and_took_a_trait(
     assert f"traits -{AVX2}" in out and "(avx2 off)" in out
     assert f"aggregates +{agg}" in out and "nova-api" in out
     code, out, err = run(capsys, "history", "provider", host, "--url", url, "--json")
-    changes = [json.loads(line)["changes"] for line in out.splitlines()]
+    changes = [entry["changes"] for entry in json.loads(out)]
     assert {"traits": ["CUSTOM_FAST"], "traits_added": [],
             "traits_removed": [AVX2]} in changes
     code, out, err = run(capsys, "history", "trait", "CUSTOM_FAST", "--url", url)

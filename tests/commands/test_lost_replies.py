@@ -103,7 +103,6 @@ def test_without_a_command_id_a_lost_reply_is_still_no_conflict(
     assert ledger.provider(host).usages["VCPU"] == 2
 
 
-@pytest.mark.slow
 def test_an_unknown_outcome_is_found_by_looking_the_command_up(
         proxied: tuple[Ledger, LossyProxy], monkeypatch: pytest.MonkeyPatch) -> None:
     """The store goes away right after committing: the caller is told the outcome is

@@ -1,8 +1,8 @@
 """Placement 16's own functional API tests (its gabbi files) against a real server: the
 ratchet.
 
-One test per gabbit file and store (SQLite; PostgreSQL marked ``postgres``): the file runs
-in order against a fresh ``allocation-ledger serve`` over a fresh store, and every test's
+One test per gabbit file and store (SQLite; PostgreSQL marked ``postgres`` and ``slow``): the
+file runs in order against a fresh ``allocation-ledger serve`` over a fresh store, and every test's
 outcome must be the one ``expectations.toml`` states: passing unless listed as failing (with
 its reason), or not run when the file's data fixture needs an endpoint the server lacks.
 A test that starts to pass fails here too, so the list stays true and only shrinks:
@@ -37,7 +37,9 @@ CONTROL = {
     "GranularFixture": "granular.yaml",
     "NeutronQoSMultiSegmentFixture": "allocation-candidates-any-traits-groups.yaml",
 }
-STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# Every file on SQLite in the default run; on PostgreSQL too with --slow (the same requests
+# through the same HTTP layer over the second store: a long trial, half the files' time).
+STORES = ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])]
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +85,7 @@ def test_the_gabbit_file_fares_as_expected(name: str, python: str, store: str) -
         "tests.gabbits.record " + name + "):\n  " + "\n  ".join(found))
 
 
+@pytest.mark.slow  # the harness's own check (Placement 16 in-process per file): --slow
 @pytest.mark.parametrize("name", sorted(CONTROL.values()))
 def test_placement_itself_passes_every_test_with_the_fixtures_rebuilt_by_http(
         name: str, python: str, tmp_path: Path) -> None:

@@ -6,11 +6,35 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import pytest
+
+from tests.http.server import running_server
+from tests.stores import postgres_schema_url
+
 OPENSTACK = str(Path(sys.executable).parent / "openstack")
+
+
+@pytest.fixture(scope="module", params=[
+    "sqlite",
+    # the same commands over PostgreSQL: a long trial (a process per command), --slow;
+    # the store under the server is checked over HTTP on PostgreSQL by the other modules
+    pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow]),
+])
+def server_port(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """This module's server: SQLite in the default run, PostgreSQL too with --slow."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("osc") / "ledger.db"
+        with running_server(f"sqlite:///{path}") as port:
+            yield port
+    else:
+        with postgres_schema_url() as url, running_server(url) as port:
+            yield port
 
 
 class Openstack:

@@ -1,5 +1,6 @@
 """Racing HTTP clients: eight threads, each with its own connection, released together by a
-barrier, 100 rounds per store. Exactly one wins each round; nothing is oversubscribed."""
+barrier, 10 rounds per store (100 with --slow). Exactly one wins each round; nothing is
+oversubscribed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from tests.http.world import LATEST, inventory, provider
 from tests.stores import postgres_schema_url
 
 THREADS = 8
-ROUNDS = 100
+# A short version of each race in the default run, the long trial (100 rounds) with --slow.
+ROUNDS = [pytest.param(10, id="10-rounds"),
+          pytest.param(100, id="100-rounds", marks=pytest.mark.slow)]
 CONFLICT_CODES = {"placement.concurrent_update", "placement.undefined_code"}
 
 
@@ -50,8 +53,10 @@ def _put(host: str, consumer: str, generation: int | None) -> Callable[[Client, 
     return send
 
 
-def test_racing_new_consumers_for_the_last_unit(client: Client, server_port: int) -> None:
-    for _ in range(ROUNDS):
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_racing_new_consumers_for_the_last_unit(
+        client: Client, server_port: int, rounds: int) -> None:
+    for _ in range(rounds):
         host = provider(client, f"last-unit-{uuid4()}")
         inventory(client, host, VCPU=1)
         answers = _race(server_port, _put(host, "", None))
@@ -63,12 +68,14 @@ def test_racing_new_consumers_for_the_last_unit(client: Client, server_port: int
         assert usages == {"VCPU": 1}
 
 
-def test_racing_writers_of_one_consumer_generation(client: Client, server_port: int) -> None:
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_racing_writers_of_one_consumer_generation(
+        client: Client, server_port: int, rounds: int) -> None:
     host = provider(client, f"one-consumer-{uuid4()}")
     inventory(client, host, VCPU=THREADS)
     vm = str(uuid4())
     generation: int | None = None
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         answers = _race(server_port, _put(host, vm, generation))
         assert sorted(a.status for a in answers) == [204] + [409] * (THREADS - 1), round_
         assert {a.code for a in answers if a.status == 409} == {"placement.concurrent_update"}
@@ -79,13 +86,14 @@ def test_racing_writers_of_one_consumer_generation(client: Client, server_port: 
 
 
 @pytest.mark.postgres
-def test_racing_through_two_servers_on_one_store() -> None:
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_racing_through_two_servers_on_one_store(rounds: int) -> None:
     """Two server processes on one PostgreSQL store, four racing clients on each: the
     store's unique key decides, so still exactly one claim takes the last unit."""
     with postgres_schema_url() as url, running_server(url) as first, \
             running_server(url) as second:
         client = Client(first)
-        for _ in range(ROUNDS // 2):
+        for _ in range(rounds // 2):
             host = provider(client, f"two-servers-{uuid4()}")
             inventory(client, host, VCPU=1)
             answers = _race([first, second], _put(host, "", None))
@@ -96,14 +104,15 @@ def test_racing_through_two_servers_on_one_store() -> None:
 
 
 @pytest.mark.postgres
-def test_racing_creates_of_one_provider_name_through_two_servers() -> None:
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_racing_creates_of_one_provider_name_through_two_servers(rounds: int) -> None:
     """Eight clients create a provider of one name at once through two server processes
     on one PostgreSQL store: the name's stream lets exactly one in (200), the others get
     Placement's 409 ``placement.duplicate_name``; one provider holds the name."""
     with postgres_schema_url() as url, running_server(url) as first, \
             running_server(url) as second:
         client = Client(first)
-        for _ in range(ROUNDS // 4):
+        for _ in range(rounds // 4):
             name = f"raced-{uuid4()}"
 
             def create(c: Client, _: int, name: str = name) -> Answer:

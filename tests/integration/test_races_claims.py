@@ -15,9 +15,12 @@ from tests.integration import racing
 from tests.integration.racing import Call, claim_call, overlapped, tally
 from tests.invariants import assert_invariants
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.postgres
 
-ROUNDS = 100
+# Each race runs a short version in the default run and its long trial (100 rounds) with
+# --slow; ids stay deterministic for xdist.
+ROUNDS = [pytest.param(10, id="10-rounds"),
+          pytest.param(100, id="100-rounds", marks=pytest.mark.slow)]
 KINDS = ["threads", "processes"]
 CAPACITY_REFUSALS = {"InsufficientCapacity", "ConcurrentUpdate"}
 
@@ -30,12 +33,14 @@ def arena() -> Iterator[racing.Arena]:
         assert_invariants(found.ledger)
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_exactly_one_claimant_gets_the_last_unit(arena: racing.Arena, kind: str) -> None:
+def test_exactly_one_claimant_gets_the_last_unit(
+        arena: racing.Arena, kind: str, rounds: int) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     counts: dict[str, int] = {}
     contended = 0
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         start = arena.position()
         host = a_host(ledger, vcpu=4, memory_mb=4096)
         an_instance(ledger, {host: {"VCPU": 3}})
@@ -59,10 +64,10 @@ def test_exactly_one_claimant_gets_the_last_unit(arena: racing.Arena, kind: str)
         assert ledger.consumer(winners[0]).allocations == want
         assert ledger.provider(host).usages == {"VCPU": 4, "MEMORY_MB": 256}
         arena.assert_round(start, [host])
-    print(f"\nlast unit ({kind}, {racer.parties} racers x {ROUNDS}): {counts}, "
+    print(f"\nlast unit ({kind}, {racer.parties} racers x {rounds}): {counts}, "
           f"all in flight together in {contended} rounds")
-    assert counts["ok"] == ROUNDS
-    assert contended > ROUNDS // 4, "the racers hardly overlapped: nothing was raced"
+    assert counts["ok"] == rounds
+    assert contended > rounds // 4, "the racers hardly overlapped: nothing was raced"
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -116,17 +121,18 @@ def _new(ledger: Ledger, host: str) -> tuple[str, int | None]:
     return new_id(), None
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("consumer_is", ["existing", "new"])
 def test_two_writers_at_one_generation_exactly_one_conflicts(
-    arena: racing.Arena, kind: str, consumer_is: str
+    arena: racing.Arena, kind: str, rounds: int, consumer_is: str
 ) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     make: Callable[[Ledger, str], tuple[str, int | None]] = (
         _existing if consumer_is == "existing" else _new)
     counts: dict[str, int] = {}
     in_store = 0
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         start = arena.position()
         host = a_host(ledger, vcpu=16)
         consumer, generation = make(ledger, host)

@@ -15,9 +15,12 @@ from tests.integration import racing
 from tests.integration.racing import Outcome, claim_call, overlapped, tally
 from tests.invariants import assert_invariants
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.postgres
 
-ROUNDS = 100
+# Each race runs a short version in the default run and its long trial (100 rounds) with
+# --slow; ids stay deterministic for xdist.
+ROUNDS = [pytest.param(10, id="10-rounds"),
+          pytest.param(100, id="100-rounds", marks=pytest.mark.slow)]
 KINDS = ["threads", "processes"]
 REFUSALS = {"InsufficientCapacity", "DevicesUnavailable", "ConcurrentUpdate"}
 
@@ -51,19 +54,21 @@ def one_winner(claimants: Sequence[str], outcomes: Sequence[Outcome]) -> tuple[s
     return winner, loser, outcomes[claimants.index(loser)]
 
 
-def report(name: str, kind: str, counts: dict[str, int], contended: int) -> None:
+def report(name: str, kind: str, counts: dict[str, int], contended: int, rounds: int) -> None:
     """The figures of one test (shown with ``pytest -s``)."""
-    print(f"\n{name} ({kind} x {ROUNDS}): {counts}, all in flight together in "
+    print(f"\n{name} ({kind} x {rounds}): {counts}, all in flight together in "
           f"{contended} rounds")
-    assert contended > ROUNDS // 4, "the racers hardly overlapped: nothing was raced"
+    assert contended > rounds // 4, "the racers hardly overlapped: nothing was raced"
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_two_claims_for_the_last_free_device_one_wins(arena: racing.Arena, kind: str) -> None:
+def test_two_claims_for_the_last_free_device_one_wins(
+        arena: racing.Arena, kind: str, rounds: int) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     counts: dict[str, int] = {}
     contended = 0
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         start = arena.position()
         host = a_device_host(ledger, "CUSTOM_PMEM", 2)
         filler = an_instance(ledger, {host: {"VCPU": 1, "CUSTOM_PMEM": 1}}).consumer_uuid
@@ -81,15 +86,17 @@ def test_two_claims_for_the_last_free_device_one_wins(arena: racing.Arena, kind:
         assert view.devices == {"CUSTOM_PMEM": {"dev-0": filler, "dev-1": winner}}
         assert view.usages == {"VCPU": 2, "CUSTOM_PMEM": 2}
         arena.assert_round(start, [host])
-    report("last free device", kind, counts, contended)
+    report("last free device", kind, counts, contended, rounds)
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_two_claims_naming_the_same_device_one_wins(arena: racing.Arena, kind: str) -> None:
+def test_two_claims_naming_the_same_device_one_wins(
+        arena: racing.Arena, kind: str, rounds: int) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     counts: dict[str, int] = {}
     contended = 0
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         start = arena.position()
         host = a_device_host(ledger, "VGPU", 3)
         want = {host: {"VGPU": 1}}
@@ -109,17 +116,18 @@ def test_two_claims_naming_the_same_device_one_wins(arena: racing.Arena, kind: s
         assert view.devices == {"VGPU": {"dev-0": None, "dev-1": winner, "dev-2": None}}
         assert view.usages == {"VCPU": 0, "VGPU": 1}
         arena.assert_round(start, [host])
-    report("same named device", kind, counts, contended)
+    report("same named device", kind, counts, contended, rounds)
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_many_claimants_for_a_few_devices_never_share_one(
-    arena: racing.Arena, kind: str
+    arena: racing.Arena, kind: str, rounds: int
 ) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     counts: dict[str, int] = {}
     contended = 0
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         start = arena.position()
         host = a_device_host(ledger, "CUSTOM_PMEM", 3)
         claimants = [new_id() for _ in range(racer.parties)]
@@ -130,7 +138,7 @@ def test_many_claimants_for_a_few_devices_never_share_one(
         contended += overlapped(outcomes)
         assert_one_holder_each(ledger, host, claimants, amounts, outcomes)
         arena.assert_round(start, [host])
-    report("many claimants, 3 devices", kind, counts, contended)
+    report("many claimants, 3 devices", kind, counts, contended, rounds)
 
 
 def assert_one_holder_each(ledger: Ledger, host: str, claimants: Sequence[str],

@@ -19,9 +19,12 @@ from tests.integration import racing
 from tests.integration.racing import Call, overlapped, tally
 from tests.invariants import assert_invariants
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.postgres
 
-ROUNDS = 100
+# Each race runs a short version in the default run and its long trial (100 rounds) with
+# --slow; ids stay deterministic for xdist.
+ROUNDS = [pytest.param(10, id="10-rounds"),
+          pytest.param(100, id="100-rounds", marks=pytest.mark.slow)]
 KINDS = ["threads", "processes"]
 FLAVOUR = {"VCPU": 2, "MEMORY_MB": 1024}
 
@@ -62,16 +65,17 @@ def a_move_in_flight(ledger: Ledger) -> Move:
                 claimed.generation)
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_confirm_and_revert_of_one_migration_exactly_one_wins(
-    arena: racing.Arena, kind: str
+    arena: racing.Arena, kind: str, rounds: int
 ) -> None:
     ledger, racer = arena.ledger, arena.racer(kind)
     counts: dict[str, int] = {}
     won_by: dict[str, int] = {}
     contended = 0
     rng = random.Random(7)
-    for round_no in range(ROUNDS):
+    for round_no in range(rounds):
         start = arena.position()
         move = a_move_in_flight(ledger)
         # Confirm is the smaller write and would nearly always win: a random head start for
@@ -105,9 +109,9 @@ def test_confirm_and_revert_of_one_migration_exactly_one_wins(
                 move.migration, status), loser
         assert_winners_outcome(ledger, move, winner)
         arena.assert_round(start, [move.source, move.destination])
-    print(f"\nconfirm vs revert ({kind} x {ROUNDS}): {counts}, won by {won_by}, "
+    print(f"\nconfirm vs revert ({kind} x {rounds}): {counts}, won by {won_by}, "
           f"both in flight together in {contended} rounds")
-    assert contended > ROUNDS // 4, "the racers hardly overlapped: nothing was raced"
+    assert contended > rounds // 4, "the racers hardly overlapped: nothing was raced"
     assert set(won_by) == {"confirm", "revert"}, "only one outcome was ever checked"
 
 
@@ -135,9 +139,10 @@ def assert_winners_outcome(ledger: Ledger, move: Move, winner: str) -> None:
 BIGGER = {"VCPU": 3, "MEMORY_MB": 1024}
 
 
+@pytest.mark.parametrize("rounds", ROUNDS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_confirm_racing_a_destination_reclaim_is_never_a_conflict(
-    arena: racing.Arena, kind: str
+    arena: racing.Arena, kind: str, rounds: int
 ) -> None:
     """The instance re-claims its destination while the migration is confirmed with the
     generation read after the swap. The re-claim names only the instance, so it changes no
@@ -149,7 +154,7 @@ def test_confirm_racing_a_destination_reclaim_is_never_a_conflict(
     counts: dict[str, int] = {}
     contended = reclaimed = 0
     rng = random.Random(11)
-    for round_no in range(ROUNDS // 2):
+    for round_no in range(rounds // 2):
         start = arena.position()
         move = a_move_in_flight(ledger)
         assert move.migration_generation == 1
@@ -176,7 +181,7 @@ def test_confirm_racing_a_destination_reclaim_is_never_a_conflict(
         assert ledger.provider(move.source).usages == {"VCPU": 0, "MEMORY_MB": 0}
         assert ledger.provider(move.destination).usages == held
         arena.assert_round(start, [move.source, move.destination])
-    print(f"\nconfirm vs destination re-claim ({kind} x {ROUNDS // 2}): {counts}, "
+    print(f"\nconfirm vs destination re-claim ({kind} x {rounds // 2}): {counts}, "
           f"both in flight together in {contended} rounds")
-    assert contended > ROUNDS // 8, "the racers hardly overlapped: nothing was raced"
+    assert contended > rounds // 8, "the racers hardly overlapped: nothing was raced"
     assert reclaimed, "the re-claim never succeeded: nothing was checked"

@@ -125,7 +125,7 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
                                ("consumer", api["consumers"], "generation")):
         for uuid_, expected in items.items():
             code, out = cli(capsys, "--url", url, "--json", "history", kind, uuid_)
-            first = json.loads(out.splitlines()[0])
+            first = json.loads(out)[0]
             assert f"{kind} generation {expected[field]}" in first["reason"]
             assert first["actor"] == "allocation-ledger import-placement"
 

@@ -64,7 +64,6 @@ def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     assert piped.getvalue() == ""
 
 
-@pytest.mark.slow
 def test_follow_stops_cleanly_on_sigint(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     with open_ledger(url) as ledger, ReadModels.of(ledger) as read:
@@ -80,7 +79,6 @@ def test_follow_stops_cleanly_on_sigint(tmp_path: Path) -> None:
         assert stored(read.engine) == folded(ledger)
 
 
-@pytest.mark.slow
 def test_a_rebuild_stopped_by_sigterm_keeps_its_batches_and_resumes(
         large_ledger: LargeLedger, tmp_path: Path) -> None:
     with copy_of(large_ledger, "sqlite", tmp_path) as url, open_ledger(url) as ledger, \

@@ -32,6 +32,7 @@ from tests.projections.processes import kill_hard, start_script, start_writer, w
 from tests.stores import postgres_schema_url
 
 KILLS = {"postgres": 20, "sqlite": 6}
+SHORT_KILLS = 1  # the default run's version: a killed catch-up (and its restart, if killed too)
 
 
 @contextmanager
@@ -82,21 +83,25 @@ def kill_mid_catch_up(action: str, url: str, read: ReadModels, large: LargeLedge
     return min(positions.values()) < large.head
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("trial", [
+    pytest.param("short", id="short"),
+    pytest.param("long", id="long", marks=pytest.mark.slow),   # the long trial: --slow
+])
 @pytest.mark.parametrize("kind", [pytest.param("postgres", marks=pytest.mark.postgres),
                                   "sqlite"])
 def test_killed_catch_ups_resume_to_a_rebuild_from_zero(
-        kind: str, large_ledger: LargeLedger, tmp_path: Path) -> None:
+        kind: str, trial: str, large_ledger: LargeLedger, tmp_path: Path) -> None:
     rng = random.Random(20240)
     with copy_of(large_ledger, kind, tmp_path) as url, open_ledger(url) as ledger, \
             ReadModels.of(ledger) as read:
         read.rebuild()
         reference = stored(read.engine, everything=True)
         assert stored(read.engine) == folded(ledger)
+        wanted = KILLS[kind] if trial == "long" else SHORT_KILLS
         kills = rounds = 0
-        while kills < KILLS[kind]:
+        while kills < wanted:
             rounds += 1
-            assert rounds <= KILLS[kind], "the catch-ups end before they can be killed"
+            assert rounds <= wanted, "the catch-ups end before they can be killed"
             # A run from zero killed, then its restart killed too (when it is not done).
             for action in ("rebuild", "resume"):
                 kills += kill_mid_catch_up(action, url, read, large_ledger, rng)
@@ -131,9 +136,12 @@ def command_ends(ledger: Ledger) -> set[int]:
             if next_command != command} | {0}
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("writers", [
+    pytest.param(2, id="2-writers"),
+    pytest.param(5, id="5-writers", marks=pytest.mark.slow),   # the long trial: --slow
+])
 @pytest.mark.postgres
-def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str) -> None:
+def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str, writers: int) -> None:
     rng = random.Random(777)
     url = pg_url + "&pool_size=2"
     observed: set[int] = set()
@@ -141,7 +149,7 @@ def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str) -> None
         follower = start_script("run_projections.py", "--url", url, "--poll-interval", "0.1",
                                 "--batch-size", "15")
         try:
-            for seed in range(5):
+            for seed in range(writers):
                 start = ledger_position(ledger)
                 writer = start_writer(url, seed, 100_000)
                 # On a loaded machine a writer may take longer than the deadline to start:

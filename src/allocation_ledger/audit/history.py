@@ -21,9 +21,11 @@ from allocation_ledger.application.inputs import canonical_uuid
 from allocation_ledger.audit.changes import changes, summary
 from allocation_ledger.audit.ledger_events import as_uuid, decode, entries, notifications
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.errors import MigrationNotFound, NotFound
 from allocation_ledger.domain.ids import consumer_stream_id, provider_stream_id, trait_stream_id
 from allocation_ledger.domain.migration import Migration
+from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.trait import Trait
 
 #: How many streams' names the ledger export keeps (a stream named again after that many
@@ -145,9 +147,11 @@ def ledger_records(store: EventStore, start: int = 1,
             yield {**record, "topic": entry.topic, "error": entry.error}
             continue
         event = entry.event
-        kind, uuid = _named(names, store, entry.stream, event)
+        kind, name = _named(names, store, entry.stream, event)
+        if kind:
+            record[kind] = name
         request = dict(event.request)
-        yield {**record, kind: uuid, "event": type(event).__qualname__,
+        yield {**record, "event": type(event).__qualname__,
                "time": event.timestamp.isoformat(), "actor": request.get("actor"),
                "request_id": request.get("request_id"), "reason": request.get("reason"),
                "data": {k: v for k, v in vars(event).items() if k not in HIDDEN}}
@@ -170,7 +174,9 @@ def _named(names: OrderedDict[UUID, tuple[str, str]], store: EventStore, stream:
 
 
 def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:
-    """Whether a stream is a provider or a consumer, and its uuid (from its first event)."""
+    """What a stream is and its name, from its first event: a provider or a consumer (and
+    its uuid), a custom trait or resource class (its name), a command (its id); ``("", "")``
+    when its first event names none (the record's ``stream`` is then all there is)."""
     first = event if event.originator_version == 1 else next(
         iter(store.events.get(stream, lte=1)), None)
     if first is not None and hasattr(first, "provider_uuid"):
@@ -179,7 +185,11 @@ def _name(store: EventStore, stream: UUID, event: Any) -> tuple[str, str]:
         return "consumer_uuid", str(first.consumer_uuid)
     if isinstance(first, Trait.Created):
         return "trait", first.name
-    return "unknown", str(stream)
+    if isinstance(first, ResourceClass.Created):
+        return "resource_class", first.name
+    if isinstance(first, Command.Recorded):
+        return "command_id", first.command_id
+    return "", ""
 
 
 def trait_history(store: EventStore, name: str) -> list[HistoryEntry]:

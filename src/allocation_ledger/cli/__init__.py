@@ -131,6 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+# The optional dependencies, by the module a command imports, and the extra that brings it.
+EXTRAS = {"starlette": "http", "uvicorn": "http", "h11": "http", "pythonjsonlogger": "http",
+          "prometheus_client": "metrics", "pymysql": "placement"}
+
+
 def failure(err: Exception) -> tuple[int, str]:
     """The exit code and the one line for a failure (see the module's docstring)."""
     # imported here: the store's modules load only when something failed (--help stays cheap)
@@ -144,6 +149,12 @@ def failure(err: Exception) -> tuple[int, str]:
         return 1, one_line(err)
     if is_store_failure(err):
         return 1, f"store failure: {one_line(err)}"
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        top = err.name.partition(".")[0]
+        extra = EXTRAS.get(top)
+        if extra:
+            return 1, (f"this command needs {top}, which is not installed: "
+                       f"pip install 'allocation-ledger[{extra}]'")
     return 1, f"unexpected {type(err).__name__}: {one_line(err)} (--debug shows the traceback)"
 
 

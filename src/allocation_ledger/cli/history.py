@@ -1,5 +1,5 @@
 """``allocation-ledger history``: every event of a consumer, provider or migration, or the
-ledger between two positions or times as JSON lines.
+ledger between two positions or times as JSON lines (one JSON array with ``--json``).
 
     allocation-ledger history consumer UUID [--json]
     allocation-ledger history migration UUID [--json]
@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from allocation_ledger.cli import values
 from allocation_ledger.cli.options import UsageError, parse_time
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from allocation_ledger.adapters.eventstore import EventStore
     from allocation_ledger.audit.history import HistoryEntry
 
 NAME = "history"
 HELP = ("every event of a consumer, provider, migration or custom trait; or the ledger as "
-        "JSON lines")
+        "JSON lines (--json: one array)")
 EXAMPLES = """\
   allocation-ledger history provider 6ae32ac4           # who changed this host, and why
   allocation-ledger history migration 51f0 --json
@@ -54,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the history asked for."""
     from allocation_ledger.audit import history
-    from allocation_ledger.cli.output import dumps, table
+    from allocation_ledger.cli.output import dumps, print_json, table
     from allocation_ledger.cli.read_only import resolve_id, store_of
 
     if args.what != "ledger" and not args.uuid:
@@ -64,26 +66,44 @@ def run(args: argparse.Namespace) -> int:
     with store_of(args) as store:
         if args.what == "ledger":
             start, stop = _range(store, args)
-            for record in history.ledger_records(store, start, stop):
-                print(dumps(record))
+            records = history.ledger_records(store, start, stop)
+            if args.json:
+                _print_array(records)
+            else:
+                for record in records:
+                    print(dumps(record))
             return 0
         if args.what == "trait":
             entries = history.trait_history(store, args.uuid)
         else:
             entries = readers[args.what](store, resolve_id(store, args.what, args.uuid))
     if args.json:
-        for entry in entries:
-            print(dumps(entry.to_dict()))
+        print_json([entry.to_dict() for entry in entries])
     else:
-        table(HEADERS, [row(entry) for entry in entries], fmt=args.format)
+        table(HEADERS, [row(entry, args.format) for entry in entries], fmt=args.format)
     return 0
 
 
-def row(entry: HistoryEntry) -> list[str]:
-    """One readable row: position, time, who, request, what changed and why."""
+def row(entry: HistoryEntry, fmt: str = "table") -> list[str]:
+    """One row: position, time, who, request, what changed and why. A table shows the
+    position as ``#N`` and nothing as ``-``; CSV the number and an empty field."""
+    from allocation_ledger.cli.output import cell
+
     why = f"  ({entry.reason})" if entry.reason else ""
-    return [f"#{entry.position}", entry.time.isoformat(timespec="seconds"),
-            entry.actor or "-", entry.request_id or "-", f"{entry.summary}{why}"]
+    position = str(entry.position) if fmt == "csv" else f"#{entry.position}"
+    return [position, entry.time.isoformat(timespec="seconds"),
+            cell(entry.actor, fmt), cell(entry.request_id, fmt), f"{entry.summary}{why}"]
+
+
+def _print_array(records: Iterator[dict[str, Any]]) -> None:
+    """One JSON array, written a record at a time (the ledger may be long: nothing is
+    held but the record being written)."""
+    from allocation_ledger.cli.output import dumps
+
+    print("[", end="")
+    for i, record in enumerate(records):
+        print(("," if i else "") + "\n" + dumps(record), end="")
+    print("\n]")
 
 
 def _range(store: EventStore, args: argparse.Namespace) -> tuple[int, int | None]:

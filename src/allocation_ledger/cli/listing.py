@@ -60,17 +60,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        table([h.upper() for h in headers], [[_cell(row[h]) for h in headers] for row in rows],
-              fmt=args.format)
+        table([h.upper() for h in headers],
+              [[_cell(row[h], args.format) for h in headers] for row in rows], fmt=args.format)
     return 0
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    return str(value)
+def _cell(value: Any, fmt: str) -> str:
+    from allocation_ledger.cli.output import cell
+
+    if isinstance(value, dict):   # a provider's usage: {class: {"used", "capacity", ...}}
+        return ", ".join(f"{rc} {u['used']}/{u['capacity']}" for rc, u in value.items())
+    return cell(value, fmt)
 
 
 def providers(ledger: Ledger, args: argparse.Namespace) -> tuple[list[str], list[dict[str, Any]]]:
@@ -87,7 +87,8 @@ def providers(ledger: Ledger, args: argparse.Namespace) -> tuple[list[str], list
             continue
         if uuid not in matching:
             continue
-        usage = ", ".join(f"{rc} {c.used}/{c.capacity}" for rc, c in view.classes.items())
+        usage = {rc: {"used": c.used, "capacity": c.capacity, "free": c.free,
+                      "over_capacity": c.over_capacity} for rc, c in view.classes.items()}
         rows.append({"uuid": uuid, "name": entry.name, "parent_uuid": entry.parent_uuid,
                      "root_uuid": entry.root_uuid, "generation": view.generation,
                      "usage": usage, "traits": list(view.traits),

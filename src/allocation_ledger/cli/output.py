@@ -40,6 +40,35 @@ def print_json(data: Any, out: TextIO | None = None) -> None:
     print(dumps(data, pretty=True), file=out or sys.stdout)
 
 
+def text(value: Any) -> str:
+    """A value for a person, never a Python repr: ``-`` for nothing, times in ISO 8601,
+    ``yes``/``no``, lists joined, allocations as ``provider: CLASS=amount, ...; ...``."""
+    if value is None or (isinstance(value, dict | list) and not value):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(text(v) for v in value)
+    if isinstance(value, dict):
+        nested = any(isinstance(v, dict) for v in value.values())
+        if nested:
+            return "; ".join(f"{k}: {text(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={text(v)}" for k, v in value.items())
+    return str(value)
+
+
+def cell(value: Any, fmt: str = "table") -> str:
+    """A table cell: ``-`` for nothing in a table, an empty field in CSV (as CSV readers
+    take a null); numbers as they are."""
+    if value is None:
+        return "" if fmt == "csv" else "-"
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
 def when(value: datetime | None) -> str:
     """A time for a person: ISO 8601 with a ``T``, to the second."""
     return value.isoformat(timespec="seconds") if value else "-"

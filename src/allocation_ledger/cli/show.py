@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,12 +33,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print what was asked for."""
     from allocation_ledger.bootstrap import open_ledger
-    from allocation_ledger.cli.output import print_json
+    from allocation_ledger.cli.options import UsageError
+    from allocation_ledger.cli.output import print_json, table
     from allocation_ledger.cli.read_only import resolve_id
 
+    if args.format == "csv" and args.what == "migration":
+        raise UsageError("show migration has no table to print as CSV: use --json, or "
+                         "list migrations -f csv")
     with open_ledger(args.url, read_only=True) as ledger:
         uuid = resolve_id(ledger.store, args.what, args.uuid)
-        if args.what == "provider":
+        if args.format == "csv":
+            if args.what == "provider":
+                table(TREE_HEADERS, tree_rows(ledger.tree(uuid)), fmt="csv")
+            else:
+                table(CONSUMER_HEADERS, consumer_rows(ledger.consumer(uuid)), fmt="csv")
+        elif args.what == "provider":
             tree = ledger.tree(uuid)
             print_json(tree_data(tree)) if args.json else print_tree(tree)
         elif args.what == "consumer":
@@ -60,6 +68,32 @@ def tree_data(tree: dict[str, ProviderView]) -> dict[str, Any]:
             for uuid, v in tree.items()}
 
 
+TREE_HEADERS = ("PROVIDER_UUID", "NAME", "PARENT_UUID", "GENERATION", "RESOURCE_CLASS",
+                "USED", "CAPACITY", "FREE", "OVER_CAPACITY")
+CONSUMER_HEADERS = ("CONSUMER_UUID", "GENERATION", "PROVIDER_UUID", "RESOURCE_CLASS", "AMOUNT")
+
+
+def tree_rows(tree: dict[str, ProviderView]) -> list[list[str]]:
+    """A tree as CSV rows: one per provider and class (a provider with no inventory: one row
+    with its class fields empty), root first."""
+    rows = []
+    for uuid, view in tree.items():
+        head = [uuid, view.name, view.parent_uuid or "", str(view.generation)]
+        for rc, c in view.classes.items():
+            rows.append([*head, rc, str(c.used), str(c.capacity), str(c.free),
+                         str(c.over_capacity).lower()])
+        if not view.classes:
+            rows.append([*head, "", "", "", "", ""])
+    return rows
+
+
+def consumer_rows(view: ConsumerView) -> list[list[str]]:
+    """A consumer's allocations as CSV rows: one per provider and class."""
+    generation = "" if view.generation is None else str(view.generation)
+    return [[view.consumer_uuid, generation, rp, rc, str(n)]
+            for rp, amounts in view.allocations.items() for rc, n in amounts.items()]
+
+
 def print_tree(tree: dict[str, ProviderView]) -> None:
     """A provider tree, root first, each child indented under its parent."""
     depth: dict[str, int] = {}
@@ -78,10 +112,12 @@ def print_tree(tree: dict[str, ProviderView]) -> None:
 
 def print_consumer(view: ConsumerView) -> None:
     """A consumer's generation, owner and allocations."""
-    print(f"consumer {view.consumer_uuid} generation {view.generation}")
+    from allocation_ledger.cli.output import text
+
+    print(f"consumer {view.consumer_uuid} generation {text(view.generation)}")
     for key, value in asdict(view).items():
         if key not in {"consumer_uuid", "generation", "allocations", "devices"}:
-            print(f"  {key}: {value}")
+            print(f"  {key}: {text(value)}")
     for rp, amounts in view.allocations.items():
         print(f"  {rp}: " + ", ".join(f"{rc}={n}" for rc, n in amounts.items()))
     for rp, by_class in view.devices.items():
@@ -91,7 +127,9 @@ def print_consumer(view: ConsumerView) -> None:
 
 def print_migration(view: MigrationView) -> None:
     """A migration's context, status and times (ISO 8601)."""
+    from allocation_ledger.cli.output import text
+
     print(f"migration {view.migration_uuid}")
     for key, value in asdict(view).items():
         if key != "migration_uuid":
-            print(f"  {key}: {value.isoformat() if isinstance(value, datetime) else value}")
+            print(f"  {key}: {text(value)}")

@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, ClassVar
 
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.errors import InvalidRequest, LedgerError
 from allocation_ledger.http.auth import Guard, Tokens
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     auth = auth or AuthSettings()
     guard, policy = auth.build(token_file, host)
     log_config = logs.config(log_level, log_format, access_log=access_log)
+    check_can_listen(host, port)
     with open_ledger(url, read_side=True) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
@@ -115,6 +116,35 @@ class AuthSettings:
                 raise InvalidRequest("--auth keystone needs --auth-config FILE")
             return KeystoneAuth.from_file(self.config), policy
         raise InvalidRequest(f"--auth must be local, noauth2 or keystone, not {self.mode!r}")
+
+
+class CannotListen(LedgerError):
+    """Raised when ``serve`` cannot listen on its address (a port in use, an address not of
+    this host, a port below 1024 without the right): one line, exit 1."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("bind", "reason")
+    bind: str
+    reason: str
+
+    def __init__(self, bind: str, reason: str) -> None:
+        self.bind, self.reason = bind, reason
+        super().__init__(f"cannot listen on {bind}: {reason}")
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Bind ``host:port`` once and let go (as uvicorn binds it: ``SO_REUSEADDR``), so a port
+    in use is one line before the store is opened rather than uvicorn's lines and exit 3."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as err:
+        raise CannotListen(f"{host}:{port}", str(err)) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            raise CannotListen(f"{host}:{port}", err.strerror or str(err)) from None
 
 
 def free_port() -> int:

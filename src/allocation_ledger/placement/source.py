@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from allocation_ledger.domain.errors import InvalidRequest
+from allocation_ledger.domain.errors import InvalidRequest, StoreUnavailable
 
 PROVIDERS = """
 SELECT rp.uuid, rp.name, rp.generation, parent.uuid AS parent_uuid, root.uuid AS root_uuid
@@ -129,6 +129,8 @@ def read(url: str) -> PlacementData:
                                  url=url)
     try:
         engine = create_engine(engine_url(url))
+    except ModuleNotFoundError:
+        raise  # its driver is not installed: the command line names the extra that brings it
     except (ImportError, SQLAlchemyError, ValueError) as err:  # ValueError: a bad port
         raise InvalidRequest(f"cannot use {shown(url)!r}: {_masked(str(err), url)}",
                              url=shown(url)) from None
@@ -141,9 +143,11 @@ def read(url: str) -> PlacementData:
                                       ("consumers", CONSUMERS), ("allocations", ALLOCATIONS),
                                       ("classes", CLASSES))}
     except SQLAlchemyError as err:
+        # a source that cannot be reached or read is an operation that failed (exit 1), as
+        # for the ledger's own store; a malformed URL stays bad input (above)
         first = _masked(str(getattr(err, "orig", None) or err).strip().splitlines()[0], url)
-        raise InvalidRequest(f"cannot read a Placement schema from {shown(url)!r}: {first}",
-                             url=shown(url)) from None
+        raise StoreUnavailable(shown(url), f"cannot read a Placement schema there: {first}"
+                               ) from None
     finally:
         engine.dispose()
     return _assemble(rows)

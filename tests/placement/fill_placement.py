@@ -3,14 +3,16 @@
 Run with a Python that has ``openstack-placement`` installed (not the ledger's: the two
 have conflicting pins), as
 
-    fill_placement.py CONNECTION
+    fill_placement.py CONNECTION [EXTRA]
 
 where CONNECTION is an oslo.db URL (``mysql+pymysql://root@127.0.0.1/db``,
 ``sqlite:////tmp/placement.db``). The schema comes from Placement's migrations
 (``sync_on_startup``), the resource classes and traits from its startup sync, and every
 row from requests to its WSGI application (no server, no network). Prints, as JSON, what
 the API itself then reports: each provider's generation, inventories and usages, each
-consumer's allocations, generation, project, user and type.
+consumer's allocations, generation, project, user and type. EXTRA (default 0) more
+instances, one VCPU each on hosts of their own, make an import that runs long enough to be
+interrupted.
 """
 
 from __future__ import annotations
@@ -176,6 +178,18 @@ def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-a
     return {"providers": providers, "consumers": consumers}
 
 
+def extra(api: Api, count: int) -> None:
+    hosts = [provider(api, f"extra-{n}") for n in range(max(1, count // 100))]
+    for rp in hosts:
+        inventories(api, rp, {"VCPU": {"total": 1000}})
+    for n in range(count):
+        allocate(api, str(uuid.uuid4()), {hosts[n % len(hosts)]: {"VCPU": 1}}, "project-x",
+                 "xavier")
+
+
 if __name__ == "__main__":
     api = Api(make_app(sys.argv[1]))
-    print(json.dumps(report(api, fill(api))))
+    made = fill(api)
+    if len(sys.argv) > 2:
+        extra(api, int(sys.argv[2]))
+    print(json.dumps(report(api, made)))

@@ -104,7 +104,7 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
     code, out = cli(capsys, "--url", url, "--json", "import-placement", "--from", source)
     report = json.loads(out)
     assert (code, report["ok"], report["providers"], report["consumers"]) == (0, True, 5, 9)
-    _, _, _, migration, vm4, old, _, untyped_migration, vm6 = api["consumers"]
+    _, _, _, migration, vm4, *_ = api["consumers"]
     assert report["migrations"] == [{"migration_uuid": migration, "instance_uuid": vm4,
                                      "rule": "consumer type MIGRATION"}]
     assert report["unpaired_migrations"] == []
@@ -136,23 +136,8 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
                 expected["project_id"], expected["user_id"], kind)
         assert {"MIGRATION", "UNKNOWN", "INSTANCE"} == {
             ledger.consumer(c).consumer_type for c in api["consumers"]}
-        # the resize in flight is the ledger's move: the migration holds the source, the
-        # instance its destination, as in Placement
-        move = ledger.migration(migration)
-        assert (move.instance_uuid, move.status, move.kind) == (vm4, "in-progress",
-                                                               "migration")
-        assert move.allocations == move.old_allocations == api["consumers"][migration][
-            "allocations"]
-        assert move.new_allocations == api["consumers"][vm4]["allocations"]
-        assert ledger.consumer(vm4).migration_uuid == migration
-        assert ledger.consumer(untyped_migration).migration_uuid is None  # not asked
 
-    code, out = cli(capsys, "--url", url, "--json", "list", "migrations")
-    assert code == 0 and [m["uuid"] for m in json.loads(out)] == [migration]
-    code, out = cli(capsys, "--url", url, "--json", "audit", "--projections", "off",
-                    "--stale-after", "0")
-    assert code == 0 and [f["kind"] for f in json.loads(out)["findings"]] == [
-        "stale-migration"]
+    _the_move_is_a_migration(capsys, url, api)
 
     # the source generations are noted on the imported events
     for kind, items, field in (("provider", api["providers"], "generation"),
@@ -176,17 +161,51 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
             ledger.claim(str(uuid.uuid4()), {host2: {"VCPU": 1}}, None, project_id="p",
                          user_id="u")
 
-    # the move is repaired like any other: reverted, the instance is back on its source
+    _the_move_is_repaired(capsys, url, api)
+    code, _ = cli(capsys, "--url", url, "import-placement", "--from", source)
+    assert code == 1  # not into a ledger that already holds something
+
+    _untyped_pairs_when_asked(capsys, tmp_path, source, api)
+
+
+def _the_move_is_a_migration(capsys: pytest.CaptureFixture[str], url: str,
+                             api: Any) -> None:
+    """The resize in flight is the ledger's move: the migration holds the source, the
+    instance its destination, as in Placement; it is listed and the audit sees it."""
+    _, _, _, migration, vm4, _, _, untyped_migration, _ = api["consumers"]
+    with open_ledger(url) as ledger:
+        move = ledger.migration(migration)
+        assert (move.instance_uuid, move.status, move.kind) == (vm4, "in-progress",
+                                                               "migration")
+        assert move.allocations == move.old_allocations == api["consumers"][migration][
+            "allocations"]
+        assert move.new_allocations == api["consumers"][vm4]["allocations"]
+        assert ledger.consumer(vm4).migration_uuid == migration
+        assert ledger.consumer(untyped_migration).migration_uuid is None  # not asked
+
+    code, out = cli(capsys, "--url", url, "--json", "list", "migrations")
+    assert code == 0 and [m["uuid"] for m in json.loads(out)] == [migration]
+    code, out = cli(capsys, "--url", url, "--json", "audit", "--projections", "off",
+                    "--stale-after", "0")
+    assert code == 0 and [f["kind"] for f in json.loads(out)["findings"]] == [
+        "stale-migration"]
+
+
+def _the_move_is_repaired(capsys: pytest.CaptureFixture[str], url: str, api: Any) -> None:
+    """The imported move is repaired like any other: reverted, the instance is back on
+    its source."""
+    _, _, _, migration, vm4, *_ = api["consumers"]
     code, out = cli(capsys, "--url", url, "repair", "--stale-after", "0", "--action", "revert")
     assert code == 0, out
     with open_ledger(url) as ledger:
         assert ledger.migration(migration).status == "reverted"
         assert ledger.consumer(vm4).allocations == api["consumers"][migration]["allocations"]
 
-    code, _ = cli(capsys, "--url", url, "import-placement", "--from", source)
-    assert code == 1  # not into a ledger that already holds something
 
-    # asked to, the untyped pair (Nova's own write, at 1.28) is a move as well
+def _untyped_pairs_when_asked(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                              source: str, api: Any) -> None:
+    """Asked to, the untyped pair (Nova's own write, at 1.28) is a move as well."""
+    _, _, _, migration, vm4, old, _, untyped_migration, vm6 = api["consumers"]
     paired = f"sqlite:///{tmp_path / 'paired.db'}"
     code, out = cli(capsys, "--url", paired, "--json", "import-placement", "--from", source,
                     "--pair-untyped")

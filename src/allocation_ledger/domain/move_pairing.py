@@ -14,9 +14,9 @@ younger than the migration's. The rule, on consumers in the order Placement crea
   unpaired, with the reason.
 - With ``untyped`` (Nova writes no consumer type: its moves are untyped on both sides), an
   untyped consumer holding allocations is paired with an untyped one of the same project
-  and user created after it, when each is the other's only candidate and neither is taken
-  by a typed pairing. Placement cannot tell that shape from a user's two instances, which
-  is why it is asked for, never assumed.
+  and user created after it, when each is the other's only candidate and neither could be
+  the instance of a typed migration. Placement cannot tell that shape from a user's two
+  instances, which is why it is asked for, never assumed.
 """
 
 from __future__ import annotations
@@ -74,9 +74,11 @@ def pair(consumers: Sequence[Seen], *, untyped: bool = False
     pairs: list[Pair] = []
     unpaired: list[Unpaired] = []
     wanted: dict[str, list[str]] = {}
+    candidates: set[str] = set()  # every instance a typed migration could be of
     typed = [c for c in consumers if c.type == PLACEMENT_MIGRATION and c.allocations]
     for m in typed:
         found = later_of_owner(m)
+        candidates.update(c.uuid for c in found)
         if len(found) == 1:
             wanted.setdefault(found[0].uuid, []).append(m.uuid)
         elif not found:
@@ -95,7 +97,7 @@ def pair(consumers: Sequence[Seen], *, untyped: bool = False
                                      f"{len(migrations)} migrations: {', '.join(migrations)}")
                          for m in migrations]
     if untyped:
-        taken = {p.instance_uuid for p in pairs}
+        taken = candidates
         loose = [c for c in consumers
                  if c.type is None and c.allocations and c.uuid not in taken]
         after = {m.uuid: [c for c in later_of_owner(m, False) if c.uuid not in taken]

@@ -148,8 +148,9 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
            moves: list[move_pairing.Pair]) -> None:
     """Run the import's commands in ``staging``: providers (parents first) with an
     inventory roomy enough for what Placement has allocated on them, the consumers' claims,
-    the moves in flight, then the real inventory of the providers that needed room (lowering an inventory
-    under its usage is allowed: the provider is then over capacity, as in Placement)."""
+    the moves in flight, then the real inventory of the providers that needed room
+    (lowering an inventory under its usage is allowed: the provider is then over capacity,
+    as in Placement)."""
     total = len(data.providers) + len(data.consumers)
     done = 0
     usages, extremes = data.usages(), _extremes(data)
@@ -289,10 +290,10 @@ def check(ledger: Ledger, data: PlacementData,
     found: list[str] = []
     paired = frozenset(p.migration_uuid for p in moves or [])
     for move in moves or []:
-        view = ledger.migration(move.migration_uuid)
-        if (view.instance_uuid, view.status) != (move.instance_uuid, IN_PROGRESS):
-            found.append(f"migration {move.migration_uuid}: instance {view.instance_uuid}, "
-                         f"{view.status} in the ledger; instance {move.instance_uuid}, in "
+        moved = ledger.migration(move.migration_uuid)
+        if (moved.instance_uuid, moved.status) != (move.instance_uuid, IN_PROGRESS):
+            found.append(f"migration {move.migration_uuid}: instance {moved.instance_uuid}, "
+                         f"{moved.status} in the ledger; instance {move.instance_uuid}, in "
                          "flight in Placement")
     usages = data.usages()
     for p in data.providers:

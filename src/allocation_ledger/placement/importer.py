@@ -200,8 +200,7 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
     for move in moves:
         _stage_move(staging, data, report, actor, by_uuid[move.migration_uuid],
                     by_uuid[move.instance_uuid], move.rule)
-        done += 2
-        if progress:
+        if progress:  # its two consumers were counted in the loop above
             progress(done, total)
     for p in tight:
         request = {"actor": actor, "request_id": report.request_id,

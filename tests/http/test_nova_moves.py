@@ -330,3 +330,27 @@ def _cli(url: str, *args: str) -> str:
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done.stdout
+
+
+def test_emptying_a_migration_in_flight_with_a_null_generation_is_a_conflict(
+        client: Client) -> None:
+    """Placement answers a write with ``consumer_generation: null`` for a consumer that
+    exists with 409 ``placement.concurrent_update`` (it expected a new consumer); emptying a
+    migration in flight that way is no different, and changes nothing."""
+    world = build(client)
+    migration, dest = _resized(client, world)
+    before = _events(client)
+    for method, path, body in (
+            ("PUT", f"/allocations/{migration}", {
+                "allocations": {}, "project_id": "p", "user_id": "u",
+                "consumer_generation": None}),
+            ("POST", "/allocations", {migration: {
+                "allocations": {}, "project_id": "p", "user_id": "u",
+                "consumer_generation": None}})):
+        refused = client.call(method, path, body, "1.28")
+        assert refused.status == 409, refused.body
+        assert refused.code == "placement.concurrent_update"
+        assert "consumer generation conflict" in refused.body["errors"][0]["detail"]
+    assert _events(client) == before
+    assert _migration(client, migration)["status"] == "in-progress"
+    assert _usages(client, world.host) == _usages(client, dest) == FLAVOR

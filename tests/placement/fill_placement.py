@@ -3,14 +3,16 @@
 Run with a Python that has ``openstack-placement`` installed (not the ledger's: the two
 have conflicting pins), as
 
-    fill_placement.py CONNECTION
+    fill_placement.py CONNECTION [EXTRA]
 
 where CONNECTION is an oslo.db URL (``mysql+pymysql://root@127.0.0.1/db``,
 ``sqlite:////tmp/placement.db``). The schema comes from Placement's migrations
 (``sync_on_startup``), the resource classes and traits from its startup sync, and every
 row from requests to its WSGI application (no server, no network). Prints, as JSON, what
 the API itself then reports: each provider's generation, inventories and usages, each
-consumer's allocations, generation, project, user and type.
+consumer's allocations, generation, project, user and type. EXTRA (default 0) more
+instances, one VCPU each on hosts of their own, make an import that runs long enough to be
+interrupted.
 """
 
 from __future__ import annotations
@@ -83,6 +85,22 @@ def allocate(api: Api, consumer: str, allocations: dict, project: str, user: str
     api("PUT", f"/allocations/{consumer}", {**body, "consumer_type": kind})
 
 
+def move_allocations(api: Api, instance: str, migration: str, *, typed: bool) -> None:
+    """Nova's ``move_allocations`` (``nova/scheduler/client/report.py``): one ``POST
+    /allocations`` emptying the instance at its generation and giving the new migration
+    consumer exactly what it held (generation null). Nova sends it at 1.28, untyped;
+    ``typed``: at 1.38 with the types a typed client sends."""
+    held = api("GET", f"/allocations/{instance}")
+    types = ({"consumer_type": "INSTANCE"}, {"consumer_type": "MIGRATION"}) if typed else (
+        {}, {})
+    owner = {"project_id": held["project_id"], "user_id": held["user_id"]}
+    api("POST", "/allocations", {
+        instance: {"allocations": {}, "consumer_generation": held["consumer_generation"],
+                   **owner, **types[0]},
+        migration: {"allocations": held["allocations"], "consumer_generation": None,
+                    **owner, **types[1]}}, version="1.38" if typed else "1.28")
+
+
 def fill(api: Api) -> dict[str, list[str]]:
     api("PUT", "/resource_classes/CUSTOM_GOLD", version="1.7")
     api("PUT", "/resource_classes/CUSTOM_FPGA_SLOT", version="1.7")
@@ -108,10 +126,20 @@ def fill(api: Api) -> dict[str, list[str]]:
     allocate(api, vm2, {host2: {"VCPU": 2, "MEMORY_MB": 2048}}, "project-a", "bob")
     for vcpu in (1, 2, 3):  # rewritten: generation 3
         allocate(api, vm3, {host1: {"VCPU": vcpu, "MEMORY_MB": 1024}}, "project-b", "carol")
-    # a resize in flight: the migration holds the source, the instance the destination
-    allocate(api, migration, {host1: {"VCPU": 2, "MEMORY_MB": 2048}}, "project-b", "dave",
-             kind="MIGRATION")
+    # a resize in flight, as Nova makes it: the instance's allocation moved to the
+    # migration consumer, then the instance claims its destination (Placement deleted the
+    # emptied instance consumer: the claim makes it anew)
+    allocate(api, vm4, {host1: {"VCPU": 2, "MEMORY_MB": 2048}}, "project-b", "dave")
+    move_allocations(api, vm4, migration, typed=True)
     allocate(api, vm4, {host2: {"VCPU": 3, "MEMORY_MB": 4096}}, "project-b", "dave")
+    # the same at 1.28 with no consumer types, exactly as Nova writes it (a resize on the
+    # same host)
+    vm6, untyped_migration = str(uuid.uuid4()), str(uuid.uuid4())
+    allocate(api, vm6, {host1: {"VCPU": 1, "MEMORY_MB": 512}}, "project-e", "grace",
+             kind=None)
+    move_allocations(api, vm6, untyped_migration, typed=False)
+    allocate(api, vm6, {host1: {"VCPU": 2, "MEMORY_MB": 1024}}, "project-e", "grace",
+             kind=None)
     allocate(api, old, {host2: {"VCPU": 1}}, "project-c", "erin", kind=None)
     gone = str(uuid.uuid4())  # allocated then deleted: Placement forgets the consumer
     allocate(api, gone, {host2: {"VCPU": 1}}, "project-c", "erin")
@@ -127,7 +155,7 @@ def fill(api: Api) -> dict[str, list[str]]:
     allocate(api, vm5, {host3: {"VCPU": 6}}, "project-d", "frank")
     inventories(api, host3, {"VCPU": {"total": 4, "max_unit": 4}})
     return {"providers": [host1, numa0, nic, host2, host3],
-            "consumers": [vm1, vm2, vm3, migration, vm4, old, vm5]}
+            "consumers": [vm1, vm2, vm3, migration, vm4, old, vm5, untyped_migration, vm6]}
 
 
 def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-arg]
@@ -150,6 +178,18 @@ def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-a
     return {"providers": providers, "consumers": consumers}
 
 
+def extra(api: Api, count: int) -> None:
+    hosts = [provider(api, f"extra-{n}") for n in range(max(1, count // 100))]
+    for rp in hosts:
+        inventories(api, rp, {"VCPU": {"total": 1000}})
+    for n in range(count):
+        allocate(api, str(uuid.uuid4()), {hosts[n % len(hosts)]: {"VCPU": 1}}, "project-x",
+                 "xavier")
+
+
 if __name__ == "__main__":
     api = Api(make_app(sys.argv[1]))
-    print(json.dumps(report(api, fill(api))))
+    made = fill(api)
+    if len(sys.argv) > 2:
+        extra(api, int(sys.argv[2]))
+    print(json.dumps(report(api, made)))

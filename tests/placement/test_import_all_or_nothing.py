@@ -53,6 +53,7 @@ class Placement:
             conn.execute("INSERT INTO projects VALUES (1, 'project')")
             conn.execute("INSERT INTO users VALUES (1, 'user')")
             conn.execute("INSERT INTO consumer_types VALUES (1, 'INSTANCE')")
+            conn.execute("INSERT INTO consumer_types VALUES (2, 'MIGRATION')")
             conn.commit()
 
     @property
@@ -77,12 +78,13 @@ class Placement:
         return rp
 
     def instance(self, allocations: dict[str, int], resource_class: str = "VCPU",
-                 *, recorded: bool = True) -> str:
-        """A consumer holding ``allocations`` (provider -> amount); its uuid."""
+                 *, recorded: bool = True, kind: int = 1) -> str:
+        """A consumer holding ``allocations`` (provider -> amount); its uuid (``kind`` 2:
+        a migration)."""
         consumer = str(uuid.uuid4())
         if recorded:
             self._run("INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, "
-                      "generation) VALUES (?, 1, 1, 1, 1)", consumer)
+                      "generation) VALUES (?, 1, 1, ?, 1)", consumer, kind)
         for rp, amount in allocations.items():
             self._run("INSERT INTO allocations (resource_provider_id, consumer_id, "
                       "resource_class_id, used) SELECT id, ?, ?, ? FROM resource_providers "
@@ -128,6 +130,32 @@ def test_an_over_capacity_host_is_imported_as_it_is_and_reported(
             {crowded: {"VCPU": 3}}, {crowded: {"VCPU": 3}},
             {crowded: {"VCPU": 2}, spare: {"VCPU": 4}}]
     assert main(["--url", durable_url, "audit", "--projections", "off"]) == 0
+
+
+def test_a_migration_whose_instance_cannot_be_told_is_imported_plain_and_reported(
+        placement: Placement, durable_url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    source, dest = placement.host(16), placement.host(16)
+    migration = placement.instance({source: 2}, kind=2)
+    first, second = placement.instance({dest: 2}), placement.instance({dest: 4})
+    code, out, err = imported(capsys, durable_url, placement.url)
+    assert (code, err) == (0, ""), out
+    assert (f"note: migration consumer imported as a plain consumer, its instance not paired: "
+            f"{migration}: 2 consumers of project project, user user could be its instance: "
+            f"{first}, {second}") in out
+    assert "move in flight" not in out
+    with open_ledger(durable_url) as ledger:
+        assert ledger.consumer(migration).consumer_type == "PLACEMENT_MIGRATION"
+        assert ledger.migrations_in_flight() == []
+    placement._run("DELETE FROM allocations WHERE consumer_id = ?", second)
+    placement._run("DELETE FROM consumers WHERE uuid = ?", second)
+    paired = f"sqlite:///{tmp_path / 'paired.db'}"  # one candidate left: paired
+    code, out, err = imported(capsys, paired, placement.url)
+    assert (code, err) == (0, ""), out
+    assert f"move in flight: migration {migration} of instance {first}" in out
+    with open_ledger(paired) as ledger:
+        assert [m.migration_uuid for m in ledger.migrations_in_flight()] == [migration]
+        assert ledger.migration(migration).instance_uuid == first
 
 
 def test_a_refused_command_leaves_the_ledger_empty(

@@ -69,8 +69,14 @@ def test_write_naming_a_migration_made_elsewhere(durable_url: str) -> None:
                        _w(mig, {d: {"VCPU": 1}}, None)],
                       [_w(mig, {d: {"VCPU": 1}}, None),
                        _w(vm.consumer_uuid, {d: {"VCPU": 2}}, None)]):
-            with pytest.raises(InvalidRequest, match="migration consumers"):
+            # taken as new, the migration is a generation conflict (Placement's 409), as a
+            # fresh read would show it (it is a migration: only its move changes it)
+            with pytest.raises(ConsumerGenerationConflict) as conflict:
                 here.write_allocations(items)
+            assert conflict.value.fields == {"consumer_uuid": mig, "expected": None,
+                                             "actual": 1}
+        with pytest.raises(InvalidRequest, match="migration consumers"):  # at its generation
+            here.write_allocations([_w(mig, {d: {"VCPU": 1}}, 1)])
         assert snapshot(here) == before
         # the instance's destination claim, taken as new, lands on its migration
         view = here.claim(vm.consumer_uuid, {d: {"VCPU": 2}}, None, project_id=PROJECT,

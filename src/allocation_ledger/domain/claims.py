@@ -51,13 +51,15 @@ def write(ws: Workspace, writes: Sequence[ConsumerWrite], request: RequestMeta) 
             )
         seen.add(w.consumer_uuid)
         consumer = ws.consumer(w.consumer_uuid)
+        # the generation first, as Placement checks it before anything else: a stale or
+        # null one for a migration consumer is a conflict, as for any consumer
+        check_generation(w.consumer_uuid, consumer, w.expected_generation)
         if isinstance(consumer, Migration) or w.consumer_type == MIGRATION:
             raise InvalidRequest(
                 f"consumer {w.consumer_uuid}: migration consumers change only through the "
                 "move commands (swap, confirm, revert, evacuate)",
                 consumer_uuid=w.consumer_uuid,
             )
-        check_generation(w.consumer_uuid, consumer, w.expected_generation)
         if not w.allocations and (consumer is None or not consumer.allocations):
             raise InvalidRequest(
                 f"consumer {w.consumer_uuid} holds nothing: an empty allocation would change "

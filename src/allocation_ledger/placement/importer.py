@@ -12,11 +12,14 @@ A provider over its capacity in Placement (an inventory lowered under what is al
 registered with room for its allocations and given its real inventory after them, as the
 ledger allows (DESIGN §2), and reported.
 
-Placement records no migration context: a consumer of type ``MIGRATION`` (Nova's
-migration-based allocation) does not say which instance is moving, so it comes in as a
-plain consumer of type ``PLACEMENT_MIGRATION`` holding the same allocation, released like
-any consumer once Nova finishes the move. A consumer without a type comes in as
-``UNKNOWN``, as Placement reports it.
+Placement records no migration context: a move in flight is a migration consumer holding
+the instance's source while the instance holds its destination. Where
+:mod:`.domain.move_pairing` pairs a migration consumer with its instance, the pair comes in
+as the ledger's move (the instance claims the source, then the swap hands it to the
+migration and claims the destination, kind ``migration``), so the move is listed, repaired
+and audited like any other. A consumer of type ``MIGRATION`` that cannot be paired comes in
+as a plain consumer of type ``PLACEMENT_MIGRATION`` holding the same allocation, and is
+reported. A consumer without a type comes in as ``UNKNOWN``, as Placement reports it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from allocation_ledger.domain import move_pairing
+from allocation_ledger.domain.consumer import MIGRATION
 from allocation_ledger.domain.errors import LedgerNotEmpty
+from allocation_ledger.domain.migration import COLD_MIGRATION, IN_PROGRESS
 from allocation_ledger.placement.source import PlacementData, SourceConsumer, SourceProvider
 
 if TYPE_CHECKING:
@@ -52,6 +58,10 @@ class ImportReport:
     over_capacity: list[str] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
+    #: moves in flight imported as the ledger's migrations: migration, instance, rule
+    migrations: list[dict[str, str]] = field(default_factory=list)
+    #: migration consumers imported as plain consumers, each with why it was not paired
+    unpaired_migrations: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -63,8 +73,11 @@ class ImportReport:
         return {**asdict(self), "ok": self.ok}
 
 
-def consumer_type(source: SourceConsumer) -> str:
-    """The ledger's consumer type for a Placement consumer."""
+def consumer_type(source: SourceConsumer, paired: frozenset[str] = frozenset()) -> str:
+    """The ledger's consumer type for a Placement consumer (``paired``: the migration
+    consumers imported as the ledger's migrations)."""
+    if source.uuid in paired:
+        return MIGRATION
     if source.type is None:
         return "UNKNOWN"
     return MIGRATION_TYPE if source.type == "MIGRATION" else source.type
@@ -84,9 +97,19 @@ def parents_first(providers: list[SourceProvider]) -> list[SourceProvider]:
     return sorted(providers, key=depth)
 
 
+def pairs(data: PlacementData, *, untyped: bool = False
+          ) -> tuple[list[move_pairing.Pair], list[move_pairing.Unpaired]]:
+    """The moves in flight ``data`` holds (see :mod:`.domain.move_pairing`)."""
+    return move_pairing.pair([
+        move_pairing.Seen(c.uuid, c.project_id, c.user_id, c.type,
+                          data.allocations.get(c.uuid, {})) for c in data.consumers],
+        untyped=untyped)
+
+
 def import_placement(ledger: Ledger | None, data: PlacementData, *, dry_run: bool,
                      staging: Ledger, actor: str = "allocation-ledger import-placement",
-                     progress: Callable[[int, int], None] | None = None) -> ImportReport:
+                     progress: Callable[[int, int], None] | None = None,
+                     pair_untyped: bool = False) -> ImportReport:
     """Write ``data`` into ``ledger`` (which must be empty), all or nothing, and check it.
 
     Every command runs first in ``staging`` (an empty in-memory ledger), where the ledger's
@@ -94,34 +117,40 @@ def import_placement(ledger: Ledger | None, data: PlacementData, *, dry_run: boo
     matches the source is copied into ``ledger``, in one append: a refusal, a mismatch or
     a crash leaves ``ledger`` as empty as it was. With ``dry_run`` nothing is copied and
     ``ledger`` may be ``None``. A provider Placement holds over its capacity (an inventory
-    lowered under its usage, which Placement allows) is imported as it is and reported."""
+    lowered under its usage, which Placement allows) is imported as it is and reported.
+    Moves in flight are imported as the ledger's migrations where their instance can be
+    paired (``pair_untyped``: untyped consumers too), and reported where it cannot."""
     report = ImportReport(dry_run, f"placement-import-{uuid.uuid4()}")
     head = (ledger.store.recorder.max_notification_id() or 0) if ledger is not None else 0
     if not dry_run and head:
         raise LedgerNotEmpty(f"the ledger is not empty (it holds {head} events): import into "
                              "a new ledger (a new SQLite file or PostgreSQL schema)", head)
-    _stage(staging, data, report, actor, progress)
+    moves, unpaired = pairs(data, untyped=pair_untyped)
+    report.unpaired_migrations = [f"{u.migration_uuid}: {u.reason}" for u in unpaired]
+    _stage(staging, data, report, actor, progress, moves)
     orphans = set(data.allocations) - {c.uuid for c in data.consumers}
     if orphans:
         report.mismatches.append(f"allocations of consumers Placement has no record of: "
                                  f"{', '.join(sorted(orphans))}")
-    report.mismatches.extend(check(staging, data))
+    report.mismatches.extend(check(staging, data, moves))
     if dry_run or report.mismatches or ledger is None:
         return report  # nothing written
     stored = staging.store.recorder.select_notifications(
         1, staging.store.recorder.max_notification_id() or 1)
     ledger.store.append([staging.store.mapper.to_domain_event(n) for n in stored], [])
     report.written = True
-    report.mismatches.extend(check(ledger, data))
+    report.mismatches.extend(check(ledger, data, moves))
     return report
 
 
 def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: str,
-           progress: Callable[[int, int], None] | None) -> None:
+           progress: Callable[[int, int], None] | None,
+           moves: list[move_pairing.Pair]) -> None:
     """Run the import's commands in ``staging``: providers (parents first) with an
     inventory roomy enough for what Placement has allocated on them, the consumers' claims,
-    then the real inventory of the providers that needed room (lowering an inventory
-    under its usage is allowed: the provider is then over capacity, as in Placement)."""
+    the moves in flight, then the real inventory of the providers that needed room
+    (lowering an inventory under its usage is allowed: the provider is then over capacity,
+    as in Placement)."""
     total = len(data.providers) + len(data.consumers)
     done = 0
     usages, extremes = data.usages(), _extremes(data)
@@ -144,9 +173,12 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
         done += 1
         if progress:
             progress(done, total)
+    in_moves = {p.migration_uuid for p in moves} | {p.instance_uuid for p in moves}
     for c in data.consumers:
         allocations = data.allocations.get(c.uuid, {})
         done += 1
+        if c.uuid in in_moves:
+            continue  # staged with its move, below
         if not allocations:
             report.skipped_consumers.append(c.uuid)  # holds nothing: absent in the ledger
             continue
@@ -164,6 +196,12 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
         report.allocations += sum(len(by) for by in allocations.values())
         if progress:
             progress(done, total)
+    by_uuid = {c.uuid: c for c in data.consumers}
+    for move in moves:
+        _stage_move(staging, data, report, actor, by_uuid[move.migration_uuid],
+                    by_uuid[move.instance_uuid], move.rule)
+        if progress:  # its two consumers were counted in the loop above
+            progress(done, total)
     for p in tight:
         request = {"actor": actor, "request_id": report.request_id,
                    "reason": "imported from Placement: its inventory, under what is allocated"}
@@ -175,6 +213,40 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
         report.over_capacity += [
             f"provider {p.uuid} ({p.name}): {rc} used {c.used} of capacity {c.capacity}"
             for rc, c in sorted(view.classes.items()) if c.used > c.capacity]
+
+
+def _stage_move(staging: Ledger, data: PlacementData, report: ImportReport, actor: str,
+                migration: SourceConsumer, instance: SourceConsumer, rule: str) -> None:
+    """One move in flight: the instance claims what the migration holds (its source), then
+    the swap hands that to the migration and claims the instance's destination."""
+    source = data.allocations[migration.uuid]
+    destination = data.allocations[instance.uuid]
+    kind = consumer_type(instance)
+    claimed = {"actor": actor, "request_id": report.request_id,
+               "reason": f"imported from Placement: the source of instance {instance.uuid}'s "
+                         f"move in flight, held by migration {migration.uuid} (consumer "
+                         f"generation {migration.generation}, type "
+                         f"{migration.type or 'unknown'}; paired by {rule})"}
+    report.commands.append({"command": "claim", "consumer_uuid": instance.uuid,
+                            "allocations": source, "project_id": instance.project_id,
+                            "user_id": instance.user_id, "consumer_type": kind,
+                            "reason": claimed["reason"]})
+    view = staging.claim(instance.uuid, source, None, project_id=instance.project_id,
+                         user_id=instance.user_id, consumer_type=kind, request=claimed)
+    swapped = {"actor": actor, "request_id": report.request_id,
+               "reason": f"imported from Placement: instance {instance.uuid} (consumer "
+                         f"generation {instance.generation}, type {instance.type or 'unknown'})"
+                         f" mid-move, its destination claimed; migration {migration.uuid} "
+                         "holds its source"}
+    report.commands.append({"command": "swap", "consumer_uuid": migration.uuid,
+                            "instance_uuid": instance.uuid, "kind": COLD_MIGRATION,
+                            "destination": destination, "reason": swapped["reason"]})
+    staging.swap(instance.uuid, migration.uuid, view.generation or 0, kind=COLD_MIGRATION,
+                 destination=destination, request=swapped)
+    report.migrations.append({"migration_uuid": migration.uuid,
+                              "instance_uuid": instance.uuid, "rule": rule})
+    report.consumers += 2
+    report.allocations += sum(len(by) for by in (*source.values(), *destination.values()))
 
 
 def _extremes(data: PlacementData) -> dict[tuple[str, str], tuple[int, int, int]]:
@@ -210,10 +282,18 @@ def room(inventory: dict[str, Any], used: int,
     return roomy
 
 
-def check(ledger: Ledger, data: PlacementData) -> list[str]:
+def check(ledger: Ledger, data: PlacementData,
+          moves: list[move_pairing.Pair] | None = None) -> list[str]:
     """Every difference between the ledger and the source: inventories, usages,
-    consumers' allocations, projects, users and types."""
+    consumers' allocations, projects, users and types, and each move's context."""
     found: list[str] = []
+    paired = frozenset(p.migration_uuid for p in moves or [])
+    for move in moves or []:
+        moved = ledger.migration(move.migration_uuid)
+        if (moved.instance_uuid, moved.status) != (move.instance_uuid, IN_PROGRESS):
+            found.append(f"migration {move.migration_uuid}: instance {moved.instance_uuid}, "
+                         f"{moved.status} in the ledger; instance {move.instance_uuid}, in "
+                         "flight in Placement")
     usages = data.usages()
     for p in data.providers:
         view = ledger.provider(p.uuid)
@@ -238,8 +318,8 @@ def check(ledger: Ledger, data: PlacementData) -> list[str]:
             found.append(f"consumer {c.uuid}: allocations {held.allocations} in the ledger, "
                          f"{wanted} in Placement")
         elif wanted and (held.project_id, held.user_id, held.consumer_type) != (
-                c.project_id, c.user_id, consumer_type(c)):
+                c.project_id, c.user_id, consumer_type(c, paired)):
             found.append(f"consumer {c.uuid}: owner {held.project_id}/{held.user_id}/"
                          f"{held.consumer_type} in the ledger, {c.project_id}/{c.user_id}/"
-                         f"{consumer_type(c)} in Placement")
+                         f"{consumer_type(c, paired)} in Placement")
     return found

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from allocation_ledger import open_ledger
-from allocation_ledger.application.command_ids import _keyed, fingerprint, intent
+from allocation_ledger.application.command_ids import _keyed, fingerprint, handle, intent
 from allocation_ledger.application.handlers import claims
-from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     ClaimIn,
     ClassIn,

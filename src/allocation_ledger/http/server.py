@@ -39,7 +39,8 @@ def is_loopback(host: str) -> bool:
 
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
-          access_log: bool = True, stale_after: float = 3600.0) -> None:
+          access_log: bool = True, stale_after: float = 3600.0,
+          group_commit: bool = False) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -50,7 +51,8 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     seconds or more), at ``GET /metrics``; it logs
     on stderr at ``log_level`` in ``log_format`` (``text`` or ``json``, see
     ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
-    false."""
+    false. With ``group_commit`` the commands its threads send together share appends
+    (``application/grouping.py``)."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
@@ -65,7 +67,7 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
         raise InvalidRequest(f"serving on {host} needs --token-file: without tokens only a "
                              "loopback address is allowed")
     log_config = logs.config(log_level, log_format, access_log=access_log)
-    with open_ledger(url, read_side=True) as ledger:
+    with open_ledger(url, read_side=True, group_commit=group_commit) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
                              positions=read_side.positions if read_side else None)

@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="/metrics: a migration in flight this long counts as stale "
                              "(default 3600)")
-    parser.add_argument("--group-commit", default="off", choices=["on", "off"],
-                        help="claims that arrive together share one append (off)")
+    parser.add_argument("--group-commit", default="on", choices=["on", "off"],
+                        help="commands that arrive together share one append (on)")
     parser.add_argument("--no-access-log", dest="access_log", action="store_false",
                         help="no line per request (the request metrics are still kept)")
 

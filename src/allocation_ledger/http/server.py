@@ -40,7 +40,7 @@ def is_loopback(host: str) -> bool:
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
           access_log: bool = True, stale_after: float = 3600.0,
-          group_commit: bool = False) -> None:
+          group_commit: bool = True) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than

@@ -268,11 +268,14 @@ def handle(store: EventStore, policy: WritePolicy, handler: Handler[C], command:
             try:
                 if group is not None:
                     offer, group, run.sent = group, None, True
+                    began = time.perf_counter()
                     grouped = offer.run(handler, command, it, run.new_consumers)
                     run.sent = grouped is not None  # None: the group sent nothing of it
-                    if grouped is not None:
-                        return outcome(grouped)
-                    continue
+                    if grouped is None:
+                        continue
+                    if run.metrics is not None:
+                        run.metrics.appended(time.perf_counter() - began)
+                    return outcome(grouped)
                 uow = run.attempt(handler, command)
                 if uow is not None:
                     return outcome(uow)

@@ -36,7 +36,7 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.policy import WritePolicy
@@ -223,6 +223,10 @@ class GroupCommit:
             self._policy.clashed(shared.providers)
             for pending, _ in taken:  # each looks its record up, or runs again alone
                 pending.answer(error=_clash(err))
+            return
+        except ProgrammingError:  # refused, not for a clash (a read-only role, say):
+            for pending, _ in taken:  # each hears of it as it would alone
+                pending.answer()
             return
         except BaseException as err:  # every caller hears of it
             for pending, _ in taken:

@@ -219,7 +219,7 @@ class Ledger:
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
         it = intent("release", command_id, request, cmd)
-        return self._handle(it, claims.release, cmd, _released)
+        return self._handle(it, claims.release, cmd, _appended)
 
     def force_release(
         self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
@@ -230,7 +230,7 @@ class Ledger:
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
         it = intent("force_release", command_id, request, cmd)
-        return self._handle(it, claims.force_release, cmd, _released)
+        return self._handle(it, claims.force_release, cmd, _appended)
 
     # -- providers --------------------------------------------------------------------------
 
@@ -388,7 +388,7 @@ class Ledger:
         it = intent("ensure_resource_class" if exist_ok else "create_resource_class",
                     command_id, request, cmd)
         return self._handle(it, classes.ensure if exist_ok else classes.create, cmd,
-                            _released)
+                            _appended)
 
     def delete_resource_class(
         self, name: str, *, request: Request = None, command_id: CommandId | None = None,
@@ -714,10 +714,7 @@ def _trait_exists(reader: UnitOfWork, name: str) -> bool:
 
 
 def _appended(reader: Reader) -> bool:
-    return reader.appended > 0
-
-
-def _released(reader: Reader) -> bool:
+    """True when the command appended anything (released what was held, say)."""
     return reader.appended > 0
 
 

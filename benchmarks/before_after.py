@@ -1,14 +1,16 @@
 """Single claims with this checkout's code beside another checkout's, in one run.
 
     python -m benchmarks.before_after --other DIR [--stores sqlite,postgresql]
-                                      [--rounds 6] [--seconds 3] [--postgres-url URL]
+                                      [--threads 1,32] [--rounds 6] [--seconds 3]
+                                      [--postgres-url URL]
 
 For a change that must not slow the write path (a restructuring, say): check the old code
 out beside this one (``git worktree add /tmp/before <commit>``) and name it with
 ``--other``. Each round runs one child process per checkout, in alternating order, each on a
 fresh store of its own: it registers a roomy host and claims new consumers on it through
 the public service API (``open_ledger``, ``register_provider``, ``claim``: the calls both
-versions share) for ``--seconds`` after a short warm-up, and reports its claims per second.
+versions share) for ``--seconds`` after a short warm-up, in each of ``--threads`` threads
+at once (each on a host of its own), and reports its claims per second.
 Each child imports its own checkout's ``src`` (``PYTHONPATH``). The figure is the median of
 the rounds per checkout, and the ratio this/other per store: on a noisy machine only the
 ratio of the same run means anything. Beside the claims per second of wall time, each child
@@ -34,23 +36,35 @@ THIS = Path(__file__).resolve().parents[1]
 
 #: The child: only public API calls that every version of the ledger has.
 CHILD = """
-import sys, time, uuid
+import sys, threading, time, uuid
 from allocation_ledger import open_ledger
-url, seconds = sys.argv[1], float(sys.argv[2])
+url, seconds, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 flavour = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 with open_ledger(url) as ledger:
-    host = str(uuid.uuid4())
-    ledger.register_provider(host, "bench-host", inventories={
-        rc: {"total": 2_000_000_000} for rc in flavour})
-    def claim():
+    hosts = [str(uuid.uuid4()) for _ in range(threads)]
+    for host in hosts:
+        ledger.register_provider(host, f"bench-{host}", inventories={
+            rc: {"total": 2_000_000_000} for rc in flavour})
+    def claim(host):
         ledger.claim(str(uuid.uuid4()), {host: dict(flavour)}, None,
                      project_id="p", user_id="u", request={"actor": "bench"})
     for _ in range(200):
-        claim()
-    done, began, cpu = 0, time.perf_counter(), time.process_time()
-    while time.perf_counter() - began < seconds:
-        claim()
-        done += 1
+        claim(hosts[0])
+    counts = [0] * threads
+    start = threading.Barrier(threads + 1)
+    def worker(n):
+        start.wait()
+        while time.perf_counter() - began < seconds:
+            claim(hosts[n])
+            counts[n] += 1
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    began, cpu = time.perf_counter(), time.process_time()
+    start.wait()
+    for w in workers:
+        w.join()
+    done = sum(counts)
     print(done / (time.perf_counter() - began), done / (time.process_time() - cpu))
 """
 
@@ -64,46 +78,56 @@ def main() -> int:
               file=sys.stderr)
         return 2
     trees = {"this": THIS, "other": other}
-    rows = []
-    for store in args.stores.split(","):
-        rates: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
-        for round_ in range(args.rounds):
-            order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
-            for name in order:
-                rates[name].append(_child(trees[name], store, args))
-        row: dict[str, object] = {"store": store, "rounds": rates}
-        for i, measure in enumerate(("wall", "cpu")):
-            this = statistics.median(r[i] for r in rates["this"])
-            before = statistics.median(r[i] for r in rates["other"])
-            row[measure] = {"this": round(this, 1), "other": round(before, 1),
-                            "ratio": round(this / before, 3)}
-        rows.append(row)
+    rows = [_row(store, int(threads), trees, args) for store in args.stores.split(",")
+            for threads in args.threads.split(",")]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'store':<12}{'measure':<26}{'this':>9}{'other':>9}{'this/other':>12}")
+    print(f"{'store':<12}{'threads':>8}  {'measure':<26}{'this':>9}{'other':>9}"
+          f"{'this/other':>12}")
     for row in rows:
         for measure, label in (("wall", "claims/s (wall)"), ("cpu", "claims per CPU-second")):
             got = row[measure]
             assert isinstance(got, dict)
-            print(f"{row['store']:<12}{label:<26}{got['this']:>9}{got['other']:>9}"
-                  f"{got['ratio']:>12}")
+            print(f"{row['store']:<12}{row['threads']:>8}  {label:<26}{got['this']:>9}"
+                  f"{got['other']:>9}{got['ratio']:>12}")
     return 0
 
 
-def _child(tree: Path, store: str, args: argparse.Namespace) -> tuple[float, float]:
+def _row(store: str, threads: int, trees: dict[str, Path],
+         args: argparse.Namespace) -> dict[str, object]:
+    """Both checkouts' medians and their ratio on one store with ``threads`` threads (each
+    claiming on a host of its own), rounds alternating which checkout goes first."""
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for round_ in range(args.rounds):
+        order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+        for name in order:
+            rates[name].append(_child(trees[name], store, threads, args))
+    row: dict[str, object] = {"store": store, "threads": threads, "rounds": rates}
+    for i, measure in enumerate(("wall", "cpu")):
+        this = statistics.median(r[i] for r in rates["this"])
+        before = statistics.median(r[i] for r in rates["other"])
+        row[measure] = {"this": round(this, 1), "other": round(before, 1),
+                        "ratio": round(this / before, 3)}
+    return row
+
+
+def _child(tree: Path, store: str, threads: int,
+           args: argparse.Namespace) -> tuple[float, float]:
     """One child's claims per second of wall time and of its CPU time, on a fresh store of
     kind ``store``."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     with tempfile.TemporaryDirectory(prefix="before-after-") as workdir:
         if store == "sqlite":
-            return _run(env, f"sqlite:///{Path(workdir) / 'ledger.db'}", args.seconds)
+            return _run(env, f"sqlite:///{Path(workdir) / 'ledger.db'}", args.seconds, threads)
         with postgres_schema(args.postgres_url, prefix="ba") as schema:
-            return _run(env, f"{args.postgres_url}?schema={schema}&{POOL}", args.seconds)
+            return _run(env, f"{args.postgres_url}?schema={schema}&{POOL}", args.seconds,
+                        threads)
 
 
-def _run(env: dict[str, str], url: str, seconds: float) -> tuple[float, float]:
-    done = subprocess.run([sys.executable, "-c", CHILD, url, str(seconds)], env=env,
+def _run(env: dict[str, str], url: str, seconds: float, threads: int) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, "-c", CHILD, url, str(seconds), str(threads)],
+                          env=env,
                           capture_output=True, text=True, check=False, timeout=seconds + 300)
     if done.returncode != 0:
         raise SystemExit(f"before_after: a child failed: {done.stderr.strip()[-2000:]}")
@@ -117,6 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--other", required=True, help="the other checkout (its root folder)")
     parser.add_argument("--stores", default="sqlite,postgresql",
                         help="sqlite, postgresql or both (default)")
+    parser.add_argument("--threads", default="1,32",
+                        help="threads claiming at once, each on a host of its own (1,32)")
     parser.add_argument("--rounds", type=int, default=6, help="rounds per store (default 6)")
     parser.add_argument("--seconds", type=float, default=3.0,
                         help="seconds of claims per child (default 3)")

@@ -1,6 +1,7 @@
 """Claims over HTTP beside the in-process API, in one run.
 
     python -m benchmarks.http [--claims 2000] [--clients 1,8,32] [--stores sqlite,postgresql]
+                              [--group-commit off|on|off,on]
                               [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--json]
 
 Starts ``allocation-ledger serve`` over a scratch store of each kind (a temporary SQLite
@@ -28,12 +29,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--stores", default="sqlite,postgresql")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/ledger_test")
+    parser.add_argument("--group-commit", default="off",
+                        help="serve --group-commit settings to measure, in turn (off,on: both)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     clients = [int(n) for n in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as workdir:
         figures = measure(args.stores.split(","), args.claims, clients, args.pg_url,
-                          Path(workdir))
+                          Path(workdir), tuple(args.group_commit.split(",")))
     if args.json:
         print(json.dumps([{**asdict(f), "ratios": f.ratios()} for f in figures], indent=2))
     else:

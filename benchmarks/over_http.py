@@ -106,16 +106,19 @@ def over_http(port: int, clients: int, claims: int) -> float:
 
 
 def measure(kinds: Sequence[str], claims: int, clients: Sequence[int], postgres_url: str,
-            workdir: Path) -> list[Figure]:
-    """Every figure, store by store."""
+            workdir: Path, group_commit: Sequence[str] = ("off",)) -> list[Figure]:
+    """Every figure, store by store (and with each ``serve --group-commit`` setting given:
+    the store's figure is named ``store/group-commit-on`` then)."""
     figures = []
     for kind in kinds:
         with scratch_store(kind, workdir, postgres_url, "http") as url:
             local = in_process(url, claims)
             server_url = url.replace(f"&{POOL}", "")  # the server's default pool: 5 + 10
-            with spawned(server_url) as port:
-                rates = {n: over_http(port, n, claims) for n in clients}
-        figures.append(Figure(kind, claims, local, rates))
+            for setting in group_commit:
+                with spawned(server_url, args=["--group-commit", setting]) as port:
+                    rates = {n: over_http(port, n, claims) for n in clients}
+                name = kind if group_commit == ("off",) else f"{kind}/group-commit-{setting}"
+                figures.append(Figure(name, claims, local, rates))
     return figures
 
 
@@ -127,5 +130,6 @@ def report(figures: Sequence[Figure]) -> str:
     for f in figures:
         cells = "  ".join(f"{f.over_http[n]:>8,.0f} ({f.ratios()[n]:4.0%})" for n in clients)
         lines.append(f"{f.store:<10} {f.in_process:>10,.0f}  {cells}")
+    lines.append("(group commit: serve --group-commit; its in-process figure is the same)")
     lines.append("claims/s; ratio = HTTP claims/s / in-process claims/s (one thread)")
     return "\n".join(lines)

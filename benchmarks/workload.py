@@ -10,11 +10,11 @@ import random
 import uuid
 from collections.abc import Callable
 
-from allocation_ledger.application.attempts import run
-from allocation_ledger.application.command_ids import Intent
+from allocation_ledger.application.command_ids import intent
 from allocation_ledger.application.handlers import claims
-from allocation_ledger.application.inputs import ClaimIn, parse, request_meta
+from allocation_ledger.application.inputs import ClaimIn, parse
 from allocation_ledger.application.ledger import Ledger
+from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView
 
 PROJECT = "bench-project"
@@ -90,9 +90,10 @@ def unrecorded_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
     def claim() -> object:
         cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: dict(FLAVOUR)},
                     expected_generation=None, project_id=PROJECT, user_id=USER, devices={})
-        it = Intent("", "claim", request_meta(REQUEST), given=False)  # no record
-        uow = run(ledger.store, ledger.policy, claims.claim, cmd, it, [cmd.consumer_uuid],
-                  recorded=False)
+        uow = UnitOfWork(ledger.store, intent("claim", None, REQUEST, cmd),
+                         policy=ledger.policy, attempt=1, new_consumers=[cmd.consumer_uuid])
+        claims.claim(uow, cmd)
+        ledger.store.save(*uow.changed())  # its events alone: no record
         return ConsumerView.of(cmd.consumer_uuid, uow.consumer(cmd.consumer_uuid))
 
     return claim

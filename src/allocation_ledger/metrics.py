@@ -38,7 +38,7 @@ DEFAULT_STALE_AFTER = 3600.0
 
 
 class CommandMetrics:
-    """Counters the command path updates (see ``application.attempts.run``)."""
+    """Counters the command path updates (see ``application.command_ids.handle``)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.commands = Counter("ledger_commands", "Commands appended", registry=registry)

@@ -1,5 +1,6 @@
 """The package's import graph: no circle anywhere, a pure domain, layers that import only
-downward, and handlers that see only the unit of work, their inputs and the domain.
+downward, an application at most four floors deep, and handlers that see only the unit of
+work, their inputs, the catalog and the domain.
 
 Every ``import`` statement of every module is read (function-level imports too: a lazy
 import still ties two modules together), so a circle cannot hide behind ``importlib`` or an
@@ -181,9 +182,52 @@ def test_handlers_see_only_the_unit_of_work_their_inputs_and_the_domain() -> Non
     """A handler loads through the unit of work and lets the domain decide: adding a command
     touches its domain module, one handler, one input model (and the facade's method)."""
     prefix = f"{PACKAGE}.application.handlers"
-    allowed = {f"{PACKAGE}.application.inputs", f"{PACKAGE}.application.unit_of_work"}
+    allowed = {f"{PACKAGE}.application.inputs", f"{PACKAGE}.application.unit_of_work",
+               f"{PACKAGE}.application.catalog"}  # a scan no version guards (delete_trait)
     seen = {name: targets for name, targets in graph().items() if name.startswith(prefix)}
     assert len(seen) >= 4, sorted(seen)  # the package and its three modules
     assert {name: sorted(t for t in targets if t not in allowed
                          and not t.startswith(f"{PACKAGE}.domain"))
             for name, targets in seen.items()} == {name: [] for name in seen}
+
+
+#: How many floors ``application/`` may have: the façade's readers (retries, repairing) on
+#: the façade, the façade on the write path and the handlers, those on the unit of work.
+MAX_FLOORS = 4
+
+
+def floors(edges: dict[str, set[str]], prefix: str) -> dict[str, list[str]]:
+    """Each module under ``prefix`` with its longest chain of imports under ``prefix``,
+    itself first: a module stands one floor above everything it imports, a module that
+    imports none of them is on the first floor (the graph has no circle)."""
+    inside = {name: {t for t in targets if t.startswith(prefix)}
+              for name, targets in edges.items() if name.startswith(prefix)}
+    chains: dict[str, list[str]] = {}
+
+    def chain(name: str) -> list[str]:
+        if name not in chains:
+            below = [chain(t) for t in sorted(inside[name]) if t in inside]
+            chains[name] = [name, *max(below, key=len, default=[])]
+        return chains[name]
+
+    for name in inside:
+        chain(name)
+    return chains
+
+
+def test_the_application_is_at_most_four_floors_deep() -> None:
+    """``application/`` (every import, lazy and type-only ones too): a command's way down
+    is façade, write path, unit of work."""
+    chains = floors(graph(), f"{PACKAGE}.application")
+    assert len(chains) >= 15, sorted(chains)  # the walk sees the whole application
+    deepest = max(chains.values(), key=len)
+    assert len(deepest) <= MAX_FLOORS, " -> ".join(deepest)
+
+
+def test_a_deep_import_chain_is_found() -> None:
+    """The measure itself: a chain of five modules is five floors, whatever else imports."""
+    edges = {"p.a": {"p.b", "q.x"}, "p.b": {"p.c"}, "p.c": {"p.d", "p.e"}, "p.d": {"p.e"},
+             "p.e": set(), "p.f": {"p.e"}, "q.x": set()}
+    chains = floors(edges, "p.")
+    assert chains["p.a"] == ["p.a", "p.b", "p.c", "p.d", "p.e"]
+    assert (len(chains["p.f"]), len(chains["p.e"])) == (2, 1)

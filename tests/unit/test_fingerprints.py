@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from allocation_ledger import open_ledger
-from allocation_ledger.application.command_ids import _keyed, fingerprint, intent
+from allocation_ledger.application.command_ids import _keyed, fingerprint, handle, intent
 from allocation_ledger.application.handlers import claims
-from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     ClaimIn,
     ClassIn,
@@ -136,9 +135,9 @@ def test_a_bad_request_is_refused_every_time(request_: Any) -> None:
 
 
 def test_a_recorded_command_keeps_the_fingerprint_of_its_arguments_as_given() -> None:
-    """The fingerprint is taken lazily (a grouped command never needs it), but a command that
-    may be recorded takes it before its handler runs: a handler that changed a mutable part
-    of its validated input could not change what the record says was asked."""
+    """The fingerprint is taken when the intent is made, before the handler runs: a handler
+    that changed a mutable part of its validated input could not change what the record
+    says was asked."""
     with open_ledger("memory://fingerprint-timing") as ledger:
         host = a_host(ledger, vcpu=8)
         cmd = parse(ClaimIn, consumer_uuid=new_id(), allocations={host: {"VCPU": 1}},

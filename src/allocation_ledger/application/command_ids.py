@@ -1,7 +1,11 @@
-"""Command ids: every command is applied at most once, and its caller learns the truth.
+"""Applying a command exactly once: the write path every command of
+:class:`~.ledger.Ledger` goes through.
 
-A command runs under an :class:`Intent`: its id (the caller's, else a fresh one), its name
-and a fingerprint of its validated arguments. The unit of work appends the command's record
+A command is parsed (:mod:`.inputs`), given an :class:`Intent` (its id, the caller's or a
+fresh one, and the fingerprint of its arguments), and handed to :func:`handle`: one loop
+that runs the command's handler over a :class:`~.unit_of_work.UnitOfWork` and commits,
+counting the tries that lost the connection and the attempts that clashed, until it has an
+outcome or a refusal. The unit of work appends the command's record
 (:class:`~allocation_ledger.domain.command.Command`) in the same atomic append as its
 events, so the store's unique (stream, version) key admits one command per id. Then:
 
@@ -10,11 +14,21 @@ events, so the store's unique (stream, version) key admits one command per id. T
   and returned with ``replayed`` set, and nothing is appended;
 - the same id with another command is :class:`CommandIdReused`;
 - a refusal (a conflict, say) of a command whose id the caller chose, or whose append may
-  have been sent before a connection failed, is checked against the record first, so the
-  caller's own earlier success is never reported as a conflict;
-- a lost connection is retried a few times (safe: the record makes the retry idempotent);
-  if the store stays out of reach the caller gets :class:`StoreLost` (not applied) or
-  :class:`OutcomeUnknown` (an append was under way), both telling it to retry with the same id.
+  have been sent before it failed, is checked against the record first, so the caller's
+  own earlier success is never reported as a conflict;
+- a lost connection is retried (safe: the record makes the retry idempotent); if the store
+  stays out of reach the caller gets :class:`StoreLost` (not applied) or
+  :class:`OutcomeUnknown` (an append was under way), both telling it to retry with the same
+  id;
+- a clash on provider streams alone is run again, reading fresh, after the policy's pause
+  (:mod:`.policy`); what the first attempt took unread is checked before a refusal or a
+  commit rests on it. A consumer generation conflict is never retried.
+
+With group commit on (:mod:`.grouping`) a command whose caller gave no id is first offered
+to the group: decided with the commands of other threads and appended, its record with its
+events, in the group's one append. A command the group could not take is decided here
+alone; a group append the store refused (a driver's resend after a lost reply, say) is
+answered from each command's record, like any other refusal of an append that carried it.
 """
 
 from __future__ import annotations
@@ -22,21 +36,24 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields, is_dataclass, replace
 from typing import Any, Protocol, TypeVar
 from uuid import UUID, uuid4
 
 import psycopg
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from pydantic import BaseModel
 
 from allocation_ledger.adapters.eventstore import EventStore, project
 from allocation_ledger.application.inputs import RequestIn, request_meta
-from allocation_ledger.domain.command import Command
+from allocation_ledger.application.policy import WritePolicy
+from allocation_ledger.application.unit_of_work import Clash, Handler, UnitOfWork
+from allocation_ledger.domain.command import Command, Intent
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
     CommandIdReused,
+    ConcurrentUpdate,
     InvalidRequest,
     LedgerError,
     MigrationNotFound,
@@ -47,8 +64,10 @@ from allocation_ledger.domain.errors import (
 from allocation_ledger.domain.ids import command_stream_id, consumer_stream_id, provider_stream_id
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
-from allocation_ledger.domain.values import RequestMeta
 
+__all__ = ["Handler", "Intent"]
+
+C = TypeVar("C")
 T = TypeVar("T")
 
 
@@ -90,33 +109,14 @@ CommandId = str | UUID
 Inputs = tuple[BaseModel | Mapping[str, Any] | str | int | None, ...]
 
 
-@dataclass
-class Intent:
-    """One call of a command: its id, name, validated arguments and request metadata."""
+class Commits(Protocol):
+    """A group commit (:class:`~.grouping.GroupCommit`): decides and appends a command with
+    those of other threads; ``None`` when it is to be decided alone."""
 
-    command_id: str
-    name: str
-    meta: RequestMeta
-    #: the caller chose the id (a retry is possible), or the ledger made it up
-    given: bool
-    #: the command's validated arguments (frozen models and values the ledger made)
-    inputs: Inputs = ()
-    #: an append of this command was sent (its outcome is unknown if the connection broke)
-    sent: bool = field(default=False)
-    _fingerprint: str | None = field(default=None, repr=False)
-
-    @property
-    def fingerprint(self) -> str:
-        """The arguments' fingerprint (:func:`fingerprint`), taken when first asked for: a
-        command appended in a group commit is never recorded, so never needs it."""
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.name, self.inputs)
-        return self._fingerprint
-
-    def settle(self) -> None:
-        """Take the fingerprint now, for a command that may be recorded: before its handler
-        runs (nothing a handler does can change it) and before its attempt holds a turn."""
-        _ = self.fingerprint
+    def run(self, handler: Handler[C], command: C, intent: Intent,
+            new_consumers: Iterable[str] = ()) -> UnitOfWork | None:
+        """The unit of work that applied the command in a group, or ``None``."""
+        ...
 
 
 def intent(name: str, command_id: CommandId | None,
@@ -125,7 +125,7 @@ def intent(name: str, command_id: CommandId | None,
     """The intent of a call of command ``name`` with these validated ``inputs``."""
     given = command_id is not None
     chosen = command_id_of(command_id) if command_id is not None else uuid4().hex
-    return Intent(chosen, name, request_meta(request, chosen), given, inputs)
+    return Intent(chosen, name, fingerprint(name, inputs), request_meta(request, chosen), given)
 
 
 def fingerprint(name: str, inputs: Inputs) -> str:
@@ -160,14 +160,6 @@ def command_id_of(value: CommandId) -> str:
         raise InvalidRequest(f"a command id is a UUID or a printable string of 1 to 255 "
                              f"characters, not {value!r}", command_id=repr(value))
     return value
-
-
-class AlreadyRecorded(Exception):
-    """The store refused an append because its command id is recorded: ``record``."""
-
-    def __init__(self, record: Command) -> None:
-        super().__init__(record.command_id)
-        self.record = record
 
 
 def recorded(store: EventStore, command_id: str) -> Command | None:
@@ -262,35 +254,130 @@ def replay(store: EventStore, it: Intent, record: Command,
     return mark_replayed(outcome(AsOf(store, record)))
 
 
-def execute(store: EventStore, it: Intent, attempt: Callable[[], T],
-            outcome: Callable[[AsOf], T]) -> T:
-    """Run ``attempt`` (one run of the command) under intent ``it``: replay a command
-    already applied, recover from lost connections, never misreport a commit."""
-    it.settle()
-    lost: BaseException | None = None
-    for tries in range(RECOVERY_ATTEMPTS):
-        if tries:
-            time.sleep(RECOVERY_PAUSE * tries)
+def handle(store: EventStore, policy: WritePolicy, handler: Handler[C], command: C,
+           it: Intent, outcome: Callable[[Reader], T], new_consumers: Iterable[str] = (),
+           commits: Commits | None = None) -> T:
+    """Apply ``command`` with ``handler`` under ``it``, exactly once; ``outcome`` read from
+    the unit of work that applied it, or, when it was applied already, from the ledger as
+    it left it (flagged ``replayed``). ``new_consumers``: the consumers the command expects
+    to create; ``commits``: the group commit to offer it to first (``None``: off)."""
+    run = _Run(store, policy, it, tuple(new_consumers))
+    group = commits if not it.given else None  # a caller's id is checked alone
+    while True:
         try:
             try:
-                return attempt()
-            except AlreadyRecorded as found:
-                return replay(store, it, found.record, outcome)
-            except CommandIdReused:
+                if group is not None:
+                    offer, group, run.sent = group, None, True
+                    began = time.perf_counter()
+                    grouped = offer.run(handler, command, it, run.new_consumers)
+                    run.sent = grouped is not None  # None: the group sent nothing of it
+                    if grouped is None:
+                        continue
+                    if run.metrics is not None:
+                        run.metrics.appended(time.perf_counter() - began)
+                    return outcome(grouped)
+                uow = run.attempt(handler, command)
+                if uow is not None:
+                    return outcome(uow)
+            except Clash as clash:
+                if run.sent and (record := recorded(store, it.command_id)) is not None:
+                    return replay(store, it, record, outcome)  # a resend of an applied append
+                run.clashed(clash)
+            except LedgerError as err:
+                if (it.given or run.sent) and (record := recorded(store, it.command_id)):
+                    return replay(store, it, record, outcome)  # applied by an earlier try
+                run.refusal(err)
                 raise
-            except LedgerError:
-                if not (it.given or it.sent):
-                    raise
-                record = recorded(store, it.command_id)  # applied by an earlier try?
-                if record is None:
-                    raise
-                return replay(store, it, record, outcome)
+            finally:
+                run.end_turns()
         except CONNECTION_ERRORS as err:
-            lost = err
-    reason = f"{type(lost).__name__}: {lost}".strip()
-    if it.sent:
-        raise OutcomeUnknown(it.command_id, reason) from lost
-    raise StoreLost(it.command_id, reason) from lost
+            run.lost_connection(err)
+
+
+class _Run:
+    """One call of :func:`handle`: its attempt's unit of work and its two counters, the
+    tries that lost the connection and the attempts that clashed."""
+
+    def __init__(self, store: EventStore, policy: WritePolicy, it: Intent,
+                 new_consumers: tuple[str, ...]) -> None:
+        self.store, self.policy, self.it = store, policy, it
+        self.metrics = store.metrics  # None unless instrumented (allocation_ledger.metrics)
+        self.new_consumers = new_consumers
+        self.lost = self.clashes = 0
+        #: an append carrying the record went out: it may have been applied
+        self.sent = False
+        #: the store refused a consumer taken as new unread
+        self.refused: IntegrityError | None = None
+        self.uow: UnitOfWork | None = None
+
+    def attempt(self, handler: Handler[C], command: C) -> UnitOfWork | None:
+        """One attempt: the unit of work that committed the command, or ``None`` when what
+        it took unread may have misled it (the next attempt reads fresh)."""
+        attempt, policy, metrics = self.clashes + 1, self.policy, self.metrics
+        if attempt > policy.max_attempts:
+            if metrics is not None:
+                metrics.refused(ConcurrentUpdate.__name__)
+            raise ConcurrentUpdate(self.uow.provider_uuids if self.uow is not None else [],
+                                   policy.max_attempts)
+        if attempt > 1 and metrics is not None:
+            metrics.retried()
+        trusting = policy.trusts_cache(attempt)
+        self.uow = uow = UnitOfWork(self.store, self.it, policy=policy, attempt=attempt,
+                                    new_consumers=self.new_consumers if trusting else (),
+                                    turns=True)
+        try:
+            handler(uow, command)
+        except LedgerError:
+            if not (trusting and uow.doubtful(unwritten_only=False)):
+                raise
+            self.clashes += 1
+            return None
+        if trusting and uow.doubtful(unwritten_only=True):
+            self.clashes += 1
+            return None
+        began = time.perf_counter()
+        self.sent = True
+        uow.commit()
+        if metrics is not None:
+            metrics.appended(time.perf_counter() - began)
+        return uow
+
+    def clashed(self, clash: Clash) -> None:
+        """Note the providers clashed on, let go of them, and pause as the policy says."""
+        uow, policy, attempt = self.uow, self.policy, self.clashes + 1
+        if uow is not None:
+            if (policy.trusts_cache(attempt) and uow.assumed_absent
+                    and isinstance(clash.__cause__, IntegrityError)):
+                self.refused = clash.__cause__
+            policy.clashed(uow.written)
+            uow.end_turns()
+        self.clashes += 1
+        pause = policy.pause(attempt)
+        if pause:
+            time.sleep(pause)
+
+    def refusal(self, err: LedgerError) -> None:
+        """Count ``err``; give it as its cause the store's refusal of a consumer an earlier
+        attempt took as new unread, when it has none of its own."""
+        if self.metrics is not None:
+            self.metrics.refused(type(err).__name__)
+        if self.refused is not None and err.__cause__ is None:
+            err.__cause__ = self.refused
+
+    def end_turns(self) -> None:
+        if self.uow is not None:
+            self.uow.end_turns()
+
+    def lost_connection(self, err: BaseException) -> None:
+        """Count a lost connection; :class:`OutcomeUnknown` or :class:`StoreLost` when it
+        was the last try."""
+        self.lost += 1
+        if self.lost >= RECOVERY_ATTEMPTS:
+            reason = f"{type(err).__name__}: {err}".strip()
+            if self.sent:
+                raise OutcomeUnknown(self.it.command_id, reason) from err
+            raise StoreLost(self.it.command_id, reason) from err
+        time.sleep(RECOVERY_PAUSE * self.lost)
 
 
 def guarded_read(read: Callable[[], T]) -> T:

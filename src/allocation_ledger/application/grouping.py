@@ -11,15 +11,19 @@ is an ordinary command.
 
 What keeps every guarantee of DESIGN §3:
 
+- Every command of a group keeps its command record, first in its own block of the group's
+  append, so exactly-once holds with groups on.
 - A command refused inside the group (any error) adds nothing to the group; so that its
-  refusal rests on what the store holds, not on a group that might yet fail, it is run
-  again alone once the group's append is over, and its caller gets that answer.
+  refusal rests on what the store holds, not on a group that might yet fail, its caller
+  decides it again alone (:func:`~.command_ids.handle`), after the group's append.
 - A command that reads or writes a consumer an earlier command of the group touched waits
   for the next group: one consumer changes at most once per append, so every caller's
   generation is its own.
-- If the store refuses the group's append (another process got in first), nothing of it
-  was written, and each command is run again alone, with the usual conflict rules: a
-  consumer generation conflict is reported, never retried.
+- If the store refuses the group's append (another process got in first, or the driver
+  resent it after a lost reply), every caller is told of a :class:`~.unit_of_work.Clash`
+  on an append that carried its record: it looks its record up (a resend that was applied
+  is answered from it, never as a conflict) and otherwise runs again alone, with the usual
+  conflict rules.
 - The store's unique (stream, version) key is still the only arbiter across processes.
 """
 
@@ -32,13 +36,12 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.attempts import Handler, run
-from allocation_ledger.application.command_ids import Intent
 from allocation_ledger.application.policy import WritePolicy
-from allocation_ledger.application.unit_of_work import UnitOfWork
+from allocation_ledger.application.unit_of_work import Clash, Handler, UnitOfWork
+from allocation_ledger.domain.command import Intent
 from allocation_ledger.domain.provider import Provider
 
 C = TypeVar("C")
@@ -54,8 +57,8 @@ def _held() -> threading.Lock:
 
 @dataclass
 class _Pending(Generic[C]):
-    """One caller's command, and its answer (the unit of work that applied it) once there
-    is one."""
+    """One caller's command, and its answer once there is one: the unit of work that
+    applied it, an error, or neither (its caller decides it alone)."""
 
     handler: Handler[C]
     command: C
@@ -101,10 +104,15 @@ class Group:
             unwritten_only=True)
 
     def take(self, uow: UnitOfWork) -> list[Any]:
-        """Add an admitted command; its events, in the order they are appended."""
-        events: list[Any] = []
+        """Add an admitted command; its events, its record first, in the order they are
+        appended."""
         changed = uow.changed()
         uow.appended = sum(len(a.pending_events) for a in changed)
+        if changed or (uow.intent is not None and uow.intent.given):
+            records = uow.record(changed, uow.appended)
+            self._changed.update((r.id, r) for r in records)
+            changed = [*records, *changed]
+        events: list[Any] = []
         for aggregate in changed:
             events += aggregate.collect_events()
             self._changed[aggregate.id] = aggregate
@@ -134,7 +142,8 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._queue: list[_Pending[Any]] = []
         self._busy = False
-        #: appends made and commands they carried (for benchmarks and tests)
+        #: appends shared by several commands, and the commands they carried (for
+        #: benchmarks and tests; a group of one is an ordinary command)
         self.appends = 0
         self.grouped = 0
 
@@ -144,9 +153,9 @@ class GroupCommit:
         return len(self._queue)
 
     def run(self, handler: Handler[C], command: C, intent: Intent,
-            new_consumers: Iterable[str] = ()) -> UnitOfWork:
-        """Decide and append one command (unrecorded), with whatever other threads sent
-        meanwhile; the unit of work that applied it."""
+            new_consumers: Iterable[str] = ()) -> UnitOfWork | None:
+        """Decide and append one command, with whatever other threads sent meanwhile; the
+        unit of work that applied it, or ``None`` when its caller is to decide it alone."""
         pending: _Pending[C] = _Pending(handler, command, intent, tuple(new_consumers))
         with self._lock:
             queued = self._busy
@@ -161,7 +170,6 @@ class GroupCommit:
             self._lead(pending)
         if pending.error is not None:
             raise pending.error
-        assert pending.result is not None  # answered with a result or an error
         return pending.result
 
     def _lead(self, pending: _Pending[Any]) -> None:
@@ -181,43 +189,44 @@ class GroupCommit:
                     self._busy = False
 
     def _commit(self, group: list[_Pending[Any]]) -> None:
-        if len(group) == 1:
-            self._alone(group[0])
-            return
         shared = Group()
+        trusting = self._policy.trusts_cache(1)
         taken: list[tuple[_Pending[Any], UnitOfWork]] = []
         events: list[Any] = []
-        later: list[_Pending[Any]] = []
+        later: list[_Pending[Any]] = []  # answered once the group's append is over
         for pending in group:
             uow = UnitOfWork(self._store, pending.intent, policy=self._policy, attempt=1,
-                             new_consumers=pending.new_consumers, recorded=False,
+                             new_consumers=pending.new_consumers if trusting else (),
                              decided=shared.providers)
             try:
                 pending.handler(uow, pending.command)
                 admitted = shared.admits(uow)  # may read the store: may fail too
-            except BaseException:  # answered alone, below
-                later.append(pending)
-                continue
+            except BaseException:  # decided again alone by its caller
+                admitted = False
             if not admitted:
                 later.append(pending)
                 continue
             events += shared.take(uow)
             taken.append((pending, uow))
         if taken:
-            self._append(events, shared, taken, later)
+            self._append(events, shared, taken)
         for pending in later:
-            self._alone(pending)
+            pending.answer()
 
     def _append(self, events: list[Any], shared: Group,
-                taken: list[tuple[_Pending[Any], UnitOfWork]],
-                later: list[_Pending[Any]]) -> None:
+                taken: list[tuple[_Pending[Any], UnitOfWork]]) -> None:
         aggregates: list[Aggregate] = shared.aggregates()
         try:
             if events:
                 self._store.append(events, aggregates)
-        except IntegrityError:
+        except IntegrityError as err:
             self._policy.clashed(shared.providers)
-            later[:0] = [pending for pending, _ in taken]
+            for pending, _ in taken:  # each looks its record up, or runs again alone
+                pending.answer(error=_clash(err))
+            return
+        except ProgrammingError:  # refused, not for a clash (a read-only role, say):
+            for pending, _ in taken:  # each hears of it as it would alone
+                pending.answer()
             return
         except BaseException as err:  # every caller hears of it
             for pending, _ in taken:
@@ -225,15 +234,14 @@ class GroupCommit:
             return
         providers = shared.provider_ids
         self._store.remember(a for a in aggregates if a.id in providers)
-        self.appends += 1
-        self.grouped += len(taken)
+        if len(taken) > 1:
+            self.appends += 1
+            self.grouped += len(taken)
         for pending, uow in taken:
             pending.answer(uow)
 
-    def _alone(self, pending: _Pending[Any]) -> None:
-        """Run one command on its own; its caller gets the answer or the error."""
-        try:
-            pending.answer(run(self._store, self._policy, pending.handler, pending.command,
-                               pending.intent, pending.new_consumers, recorded=False))
-        except BaseException as err:  # raised again in the caller's thread
-            pending.answer(error=err)
+
+def _clash(err: IntegrityError) -> Clash:
+    clash = Clash()
+    clash.__cause__ = err
+    return clash

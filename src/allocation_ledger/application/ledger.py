@@ -3,7 +3,7 @@
 Each command method does three things: it validates its arguments into the command's input
 model (:mod:`.inputs`), makes the command's intent (its id and the fingerprint of those
 arguments, :mod:`.command_ids`), and hands both to its handler (:mod:`.handlers`) through
-:func:`.handling.handle`, with the view its caller gets back. The handler loads through a
+:func:`.command_ids.handle`, with the view its caller gets back. The handler loads through a
 unit of work and lets the domain decide; everything the command changed is appended in one
 atomic write. A rejected command raises a
 :class:`~allocation_ledger.domain.errors.LedgerError` and writes nothing. The reads at the
@@ -18,13 +18,14 @@ from typing import Any, TypeVar
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import catalog
-from allocation_ledger.application.attempts import Handler
 from allocation_ledger.application.candidates import CandidatesSource
 from allocation_ledger.application.command_ids import (
     CommandId,
     Intent,
     Reader,
+    command_id_of,
     guarded_read,
+    handle,
     intent,
 )
 from allocation_ledger.application.grouping import GroupCommit
@@ -32,7 +33,6 @@ from allocation_ledger.application.handlers import claims, moves, providers
 from allocation_ledger.application.handlers import reshape as reshaping
 from allocation_ledger.application.handlers import resource_classes as classes
 from allocation_ledger.application.handlers import traits as traits_handler
-from allocation_ledger.application.handling import handle
 from allocation_ledger.application.inputs import (
     AgeIn,
     ClaimIn,
@@ -60,7 +60,7 @@ from allocation_ledger.application.inputs import (
 from allocation_ledger.application.lookup import CommandView, lookup
 from allocation_ledger.application.policy import WritePolicy
 from allocation_ledger.application.readside import ReadSide
-from allocation_ledger.application.unit_of_work import UnitOfWork
+from allocation_ledger.application.unit_of_work import Handler, UnitOfWork
 from allocation_ledger.application.views import ConsumerView, MigrationView, ProviderView
 from allocation_ledger.domain import trait as trait_rules
 from allocation_ledger.domain.candidates_request import Candidates, CandidatesRequest
@@ -219,7 +219,7 @@ class Ledger:
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
         it = intent("release", command_id, request, cmd)
-        return self._handle(it, claims.release, cmd, _released)
+        return self._handle(it, claims.release, cmd, _appended)
 
     def force_release(
         self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
@@ -230,7 +230,7 @@ class Ledger:
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
         it = intent("force_release", command_id, request, cmd)
-        return self._handle(it, claims.force_release, cmd, _released)
+        return self._handle(it, claims.force_release, cmd, _appended)
 
     # -- providers --------------------------------------------------------------------------
 
@@ -388,7 +388,7 @@ class Ledger:
         it = intent("ensure_resource_class" if exist_ok else "create_resource_class",
                     command_id, request, cmd)
         return self._handle(it, classes.ensure if exist_ok else classes.create, cmd,
-                            _released)
+                            _appended)
 
     def delete_resource_class(
         self, name: str, *, request: Request = None, command_id: CommandId | None = None,
@@ -612,7 +612,7 @@ class Ledger:
 
     def _handle(self, it: Intent, handler: Handler[C], cmd: C, outcome: Callable[[Reader], T],
                 new_consumers: Iterable[str] = ()) -> T:
-        """Apply one command exactly once (see :mod:`.handling`)."""
+        """Apply one command exactly once (see :mod:`.command_ids`)."""
         return handle(self.store, self.policy, handler, cmd, it, outcome, new_consumers,
                       self.commits)
 
@@ -621,7 +621,8 @@ class Ledger:
     def command(self, command_id: CommandId) -> CommandView:
         """What became of command ``command_id``: applied or not, and if applied at which
         position and time, by whom, and which streams it left at which versions."""
-        return guarded_read(lambda: lookup(self.store, command_id))
+        chosen = command_id_of(command_id)
+        return guarded_read(lambda: lookup(self.store, chosen))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -713,10 +714,7 @@ def _trait_exists(reader: UnitOfWork, name: str) -> bool:
 
 
 def _appended(reader: Reader) -> bool:
-    return reader.appended > 0
-
-
-def _released(reader: Reader) -> bool:
+    """True when the command appended anything (released what was held, say)."""
     return reader.appended > 0
 
 

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.adapters.positions import position_of
-from allocation_ledger.application.command_ids import CommandId, command_id_of, recorded
+from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import command_stream_id
 from allocation_ledger.domain.migration import Migration
@@ -53,11 +53,11 @@ class CommandView:
         }
 
 
-def lookup(store: EventStore, command_id: CommandId) -> CommandView:
-    """The command ``command_id`` as the ledger recorded it (see :class:`CommandView`)."""
-    chosen = command_id_of(command_id)
-    record = recorded(store, chosen)
-    if record is None:
+def lookup(store: EventStore, chosen: str) -> CommandView:
+    """The command ``chosen`` (a command id in its stored form) as the ledger recorded it
+    (see :class:`CommandView`)."""
+    record = store.get(command_stream_id(chosen))
+    if not isinstance(record, Command):
         return CommandView(chosen, applied=False)
     return CommandView(
         command_id=chosen, applied=True, name=record.name,

@@ -8,27 +8,27 @@ cases DESIGN §3 separates are told apart: a consumer written meanwhile is a
 migration stream that moved only by context events (its instance claimed or gave up a
 destination) changed no generation and counts as a provider clash; a provider the caller
 pinned with an expected generation is a :class:`ProviderGenerationConflict`; anything else
-is a clash on provider streams alone, :class:`Clash`, which the caller may run again
-(:mod:`.attempts`).
+is a clash on provider streams alone, :class:`Clash`, which the caller may run again. Whether
+the refused append was this command's own, already applied, is the caller's to ask
+(:mod:`.command_ids`).
 
 What an attempt may take unread (providers from the process's cache, the consumers the
-caller expects to be new as absent) is the :class:`~.policy.WritePolicy`'s to say; the unit
+caller expects to be new as absent) is the write policy's to say (:class:`Trust`); the unit
 of work only keeps note of what it took that way, so that a refusal or a clash decided on it
 can be checked (:meth:`UnitOfWork.doubtful`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, ProgrammingError
 
 from allocation_ledger.adapters.eventstore import EventStore
-from allocation_ledger.application.command_ids import AlreadyRecorded, Intent, recorded
-from allocation_ledger.domain.command import Command
+from allocation_ledger.domain.command import Command, Intent
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.errors import (
     ConsumerGenerationConflict,
@@ -51,8 +51,25 @@ from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.trait import Trait
 from allocation_ledger.domain.values import RequestMeta
 
-if TYPE_CHECKING:
-    from allocation_ledger.application.policy import WritePolicy
+
+class Trust(Protocol):
+    """What a unit of work asks of the write policy (:class:`~.policy.WritePolicy`)."""
+
+    def reads_cached(self, attempt: int, provider_uuid: str) -> bool:
+        """True when ``attempt`` may take this provider from the cache unread."""
+        ...
+
+    def takes_turn(self, provider_uuid: str) -> bool:
+        """True when an attempt is to take a turn on this provider."""
+        ...
+
+    def turn_not_had(self, provider_uuid: str) -> None:
+        """A turn on this provider was waited for in vain."""
+        ...
+
+    def clashed(self, providers: Iterable[str]) -> None:
+        """Another writer wrote to ``providers``."""
+        ...
 
 
 class Clash(Exception):
@@ -64,30 +81,26 @@ class UnitOfWork:
     """A :class:`~allocation_ledger.domain.workspace.Workspace` over the event store, for
     one attempt at one command.
 
-    ``intent``: the command it decides (``None``: it only reads, and commits nothing).
-    ``policy`` and ``attempt`` say what may be taken unread; ``new_consumers`` are the
-    consumers the caller expects to be new. ``recorded``: the command's record goes into its
-    append (off for commands in a group commit, which nobody can retry by id).
+    ``intent``: the command it decides, recorded in its append (``None``: it only reads,
+    and commits nothing). ``policy`` and ``attempt`` say which providers may be taken from
+    the cache; ``new_consumers`` are the consumers taken as absent unread when this process
+    has not seen them. ``decided``: the providers as an earlier command of the same group
+    commit left them; ``turns``: take turns on contended providers (``adapters/turns.py``;
+    :meth:`end_turns` must follow the attempt).
     """
 
     def __init__(self, store: EventStore, intent: Intent | None = None, *,
-                 policy: WritePolicy | None = None, attempt: int = 0,
-                 new_consumers: Iterable[str] = (), recorded: bool = True,
+                 policy: Trust | None = None, attempt: int = 0,
+                 new_consumers: Iterable[str] = (),
                  decided: dict[str, Provider] | None = None, turns: bool = False) -> None:
         self._store = store
         self.intent = intent
         self._policy = policy
         self._attempt = attempt
-        self._recorded = recorded and intent is not None
-        #: take turns on contended providers (see ``adapters/turns.py``); ``end_turns``
-        #: must follow the attempt
         self._turns = turns and policy is not None
         self._holding = False
-        #: providers an earlier command of the same group changed (see ``grouping``)
         self._decided = decided or {}
-        trusting = policy is not None and policy.trusts_cache(attempt)
-        #: consumers taken as absent without a read when this process has not seen them
-        self._new_consumers = frozenset(new_consumers) if trusting else frozenset()
+        self._new_consumers = frozenset(new_consumers)
         self._assumed_absent: set[str] = set()
         self._cached_reads: set[str] = set()
         self._providers: dict[str, Provider | None] = {}
@@ -104,6 +117,12 @@ class UnitOfWork:
         self.written: list[str] = []
         #: how many events the command appended (besides its record)
         self.appended = 0
+
+    @property
+    def store(self) -> EventStore:
+        """The event store it reads (for a scan of the whole ledger, which no version
+        guards: ``catalog``)."""
+        return self._store
 
     @property
     def request(self) -> RequestMeta:
@@ -228,14 +247,6 @@ class UnitOfWork:
             self._traits[name] = found if isinstance(found, Trait) else None
         return self._traits[name]
 
-    def providers_with_trait(self, name: str) -> list[str]:
-        """The live providers that have trait ``name`` now (a scan of the ledger's trait
-        changes: deleting a trait is rare)."""
-        from allocation_ledger.application.catalog import provider_traits
-
-        return sorted(uuid for uuid, traits in provider_traits(self._store).items()
-                      if name in traits)
-
     def add_trait(self, trait: Trait) -> None:
         """A new custom trait to commit with the rest."""
         self._new.append(trait)
@@ -323,14 +334,12 @@ class UnitOfWork:
         number of events appended (besides the record). :class:`Clash` when the store
         refused it for a clash the command may be run again for."""
         changed = self.changed()
-        if not changed and not (self.intent is not None and self._recorded
-                                and self.intent.given):
+        if not changed and not (self.intent is not None and self.intent.given):
             return 0  # a no-op; recorded only when the caller chose the id (it may retry)
         count = sum(len(a.pending_events) for a in changed)
         self.written = [a.uuid for a in changed if isinstance(a, Provider)]
-        record = self._record(changed, count) if self._recorded else []
         try:
-            self._store.save(*record, *changed)
+            self._store.save(*self.record(changed, count), *changed)
         except IntegrityError as err:
             self._explain_clash(err)
         except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
@@ -339,24 +348,18 @@ class UnitOfWork:
         self._store.remember(p for p in changed if isinstance(p, Provider))
         return count
 
-    def _record(self, changed: list[Aggregate], count: int) -> list[Command]:
-        """The command's record, first in its append (see :mod:`.command_ids`)."""
-        it = self.intent
-        if it is None:
+    def record(self, changed: list[Aggregate], count: int) -> list[Command]:
+        """The command's record, first in its append: every stream it wrote at the version
+        it leaves it, every stream it only read at the version it read, and ``count``."""
+        if self.intent is None:
             return []
         written = {str(a.id): a.version for a in changed}
         read = {str(a.id): a.version for a in (*self._providers.values(),
                                                   *self._consumers.values())
                 if a is not None and str(a.id) not in written}
-        it.sent = True
-        return [Command.record(it.command_id, it.name, it.fingerprint, written, read, count,
-                               it.meta)]
+        return [self.intent.record(written, read, count)]
 
     def _explain_clash(self, err: IntegrityError) -> None:
-        if self.intent is not None and self._recorded:  # already applied (a retry, a resend)?
-            found = recorded(self._store, self.intent.command_id)
-            if found is not None:
-                raise AlreadyRecorded(found) from err
         for uuid, (version, named, generation) in self._loaded.items():
             if uuid in self._assumed_absent:
                 continue
@@ -377,3 +380,8 @@ class UnitOfWork:
                 actual = current.generation if isinstance(current, Provider) else 0
                 raise ProviderGenerationConflict(uuid, expected, actual) from err
         raise Clash from err
+
+
+C = TypeVar("C")
+#: A command's handler: load through the unit of work, let the domain decide.
+Handler = Callable[[UnitOfWork, C], object]

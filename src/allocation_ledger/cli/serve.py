@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``serve [--bind HOST:PORT] [--token-file FILE] [--auth local|noauth2|keystone]
     [--auth-config FILE] [--policy-file FILE] [--policy-defaults secure|legacy]
     [--log-level LEVEL]
-    [--log-format text|json] [--no-access-log] [--stale-after SECONDS]``."""
+    [--log-format text|json] [--no-access-log] [--stale-after SECONDS]
+    [--group-commit on|off]``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
                         help="lines of 'TOKEN NAME ROLE' (admin or reader); required off "
@@ -52,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="/metrics: a migration in flight this long counts as stale "
                              "(default 3600)")
+    parser.add_argument("--group-commit", default="on", choices=["on", "off"],
+                        help="commands that arrive together share one append (on)")
     parser.add_argument("--no-access-log", dest="access_log", action="store_false",
                         help="no line per request (the request metrics are still kept)")
 
@@ -63,5 +66,5 @@ def run(args: argparse.Namespace) -> int:
     auth = AuthSettings(args.auth, args.auth_config, args.policy_file, args.policy_defaults)
     serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes,
           log_format=args.log_format, access_log=args.access_log,
-          stale_after=args.stale_after, auth=auth)
+          stale_after=args.stale_after, auth=auth, group_commit=args.group_commit == "on")
     return 0

@@ -129,20 +129,17 @@ class Candidates:
 class NoSuchResourceClass(InvalidRequest):
     """Raised when a request group names a resource class that does not exist."""
 
-    FIELDS = ("resource_class",)
     resource_class: str
-
-    def __init__(self, resource_class: str) -> None:
-        self.resource_class = resource_class
-        super().__init__(f"No such resource class {resource_class}.")
+    MESSAGE = "No such resource class {resource_class}."
 
 
 class NoSuchTraits(InvalidRequest):
     """Raised when a request names traits that do not exist (sorted in ``traits``)."""
 
-    FIELDS = ("traits",)
     traits: list[str]
 
     def __init__(self, traits: list[str]) -> None:
-        self.traits = sorted(traits)
-        super().__init__(f"No such trait(s): {', '.join(self.traits)}.")
+        super().__init__(sorted(traits))
+
+    def _message(self) -> str:
+        return f"No such trait(s): {', '.join(self.traits)}."

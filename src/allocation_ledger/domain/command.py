@@ -11,6 +11,8 @@ the version each stream was left at (so the outcome can be read back as of that 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from eventsourcing.domain import Aggregate
 
 from allocation_ledger.domain.ids import command_stream_id
@@ -53,3 +55,21 @@ class Command(PlainState, Aggregate):
             fingerprint=fingerprint, streams=streams, read=read, events=events,
             request=request,
         )
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One call of a command: its id, name, the fingerprint of its validated arguments and
+    who asked (stored with every event it appends)."""
+
+    command_id: str
+    name: str
+    fingerprint: str
+    meta: RequestMeta
+    #: the caller chose the id (it may retry with it), or the ledger made it up
+    given: bool
+
+    def record(self, streams: dict[str, int], read: dict[str, int], events: int) -> Command:
+        """This command's record, to go first in its append."""
+        return Command.record(self.command_id, self.name, self.fingerprint, streams, read,
+                              events, self.meta)

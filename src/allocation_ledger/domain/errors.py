@@ -7,24 +7,55 @@ can act on. A command that raises one of these has written nothing.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar
 
 
 class LedgerError(Exception):
     """Base class of every error the ledger raises on purpose.
 
-    Subclasses declare their fields as annotated attributes, name them in ``FIELDS`` and
-    assign them before calling ``super().__init__(message)``; extra keyword arguments (for
-    errors without a class of their own) land in ``fields`` as they are.
+    A subclass is declared, not written: its annotated attributes are its fields (after
+    those it inherits), in order, and ``MESSAGE`` formats them into its message. It is
+    raised with the fields as arguments, in that order or by name; a field with a value in
+    the class body may be left out (a message that needs more than a format overrides
+    ``_message``). A class with neither takes its message first;
+    extra keyword arguments (for errors without a class of their own) land in ``fields`` as
+    they are. Errors pickle from their fields (they cross process boundaries: pools,
+    racing workers).
     """
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: the message, formatted with the fields ("": the message is the first argument)
+    MESSAGE: ClassVar[str] = ""
     message: str
 
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "FIELDS" not in cls.__dict__:
+            own = [name for name, kind in inspect.get_annotations(cls).items()
+                   if "ClassVar" not in str(kind) and name not in cls.FIELDS]
+            cls.FIELDS = (*cls.FIELDS, *own)
+
+    def __init__(self, *args: Any, **extra: Any) -> None:
+        values = list(args)
+        formats = bool(self.MESSAGE) or type(self)._message is not LedgerError._message
+        message = "" if formats else values.pop(0)
+        if len(values) > len(self.FIELDS):
+            raise TypeError(f"{type(self).__name__} takes {len(self.FIELDS)} fields, "
+                            f"got {len(values)}")
+        for name, value in zip(self.FIELDS, values, strict=False):
+            setattr(self, name, value)
+        for name in self.FIELDS[len(values):]:
+            if name in extra:
+                setattr(self, name, extra.pop(name))
+            elif not hasattr(self, name):  # set before, or a default in the class body
+                raise TypeError(f"{type(self).__name__} needs {name!r}")
         self._extra = extra
+        self.message = message = self._message() if formats else message
+        super().__init__(message)
+
+    def _message(self) -> str:
+        return self.MESSAGE.format(**self.fields)
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -36,7 +67,6 @@ class LedgerError(Exception):
         return {"error": type(self).__name__, "message": self.message, **self.fields}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # errors cross process boundaries (pools, racing workers): rebuild from the fields
         return (_rebuild, (type(self), self.message, self.fields))
 
 
@@ -57,36 +87,22 @@ class InvalidRequest(LedgerError):
 class InvalidInventory(InvalidRequest):
     """Raised when an inventory record breaks Placement's validation rules."""
 
-    FIELDS = ("provider_uuid", "resource_class", "reason")
     provider_uuid: str
     resource_class: str
     reason: str
-
-    def __init__(self, provider_uuid: str, resource_class: str, reason: str) -> None:
-        self.provider_uuid, self.resource_class, self.reason = (
-            provider_uuid, resource_class, reason)
-        super().__init__(
-            f"invalid inventory for {resource_class} on provider {provider_uuid}: {reason}")
+    MESSAGE = "invalid inventory for {resource_class} on provider {provider_uuid}: {reason}"
 
 
 class InvalidAllocation(InvalidRequest):
     """Raised when an allocation amount breaks the min_unit, max_unit or step_size rule."""
 
-    FIELDS = ("consumer_uuid", "provider_uuid", "resource_class", "amount", "reason")
     consumer_uuid: str
     provider_uuid: str
     resource_class: str
     amount: int
     reason: str
-
-    def __init__(
-        self, consumer_uuid: str, provider_uuid: str, resource_class: str, amount: int, reason: str
-    ) -> None:
-        self.consumer_uuid, self.provider_uuid = consumer_uuid, provider_uuid
-        self.resource_class, self.amount, self.reason = resource_class, amount, reason
-        super().__init__(
-            f"allocation of {amount} {resource_class} on provider {provider_uuid} for consumer "
-            f"{consumer_uuid} is invalid: {reason}")
+    MESSAGE = ("allocation of {amount} {resource_class} on provider {provider_uuid} for "
+               "consumer {consumer_uuid} is invalid: {reason}")
 
 
 class NotFound(LedgerError):
@@ -96,34 +112,22 @@ class NotFound(LedgerError):
 class ProviderNotFound(NotFound):
     """Raised when a command names a provider that was never registered or was deleted."""
 
-    FIELDS = ("provider_uuid",)
     provider_uuid: str
-
-    def __init__(self, provider_uuid: str) -> None:
-        self.provider_uuid = provider_uuid
-        super().__init__(f"provider {provider_uuid} does not exist")
+    MESSAGE = "provider {provider_uuid} does not exist"
 
 
 class MigrationNotFound(NotFound):
     """Raised when a command names a migration that does not exist."""
 
-    FIELDS = ("migration_uuid",)
     migration_uuid: str
-
-    def __init__(self, migration_uuid: str) -> None:
-        self.migration_uuid = migration_uuid
-        super().__init__(f"migration {migration_uuid} does not exist")
+    MESSAGE = "migration {migration_uuid} does not exist"
 
 
 class ConsumerNotFound(NotFound):
     """Raised when a command or read names a consumer that was never written."""
 
-    FIELDS = ("consumer_uuid",)
     consumer_uuid: str
-
-    def __init__(self, consumer_uuid: str, message: str | None = None) -> None:
-        self.consumer_uuid = consumer_uuid
-        super().__init__(message or f"consumer {consumer_uuid} does not exist")
+    MESSAGE = "consumer {consumer_uuid} does not exist"
 
 
 class ConsumerHoldsNothing(ConsumerNotFound):
@@ -131,183 +135,128 @@ class ConsumerHoldsNothing(ConsumerNotFound):
     none (never written, or emptied). A :class:`ConsumerNotFound`, so callers that catch
     that still catch it."""
 
-    def __init__(self, consumer_uuid: str) -> None:
-        super().__init__(consumer_uuid, f"consumer {consumer_uuid} holds no allocations")
+    MESSAGE = "consumer {consumer_uuid} holds no allocations"
 
 
 class UnknownPrefix(NotFound):
     """Raised when no provider, consumer or migration starts with the prefix given."""
 
-    FIELDS = ("kind", "prefix")
     kind: str
     prefix: str
 
-    def __init__(self, kind: str, prefix: str) -> None:
-        self.kind, self.prefix = kind, prefix
-        super().__init__(f"no {kind} starts with {prefix!r}")
+    def _message(self) -> str:
+        return f"no {self.kind} starts with {self.prefix!r}"
 
 
 class ResourceClassNotFound(NotFound):
     """Raised when a command names a custom resource class that was never created or was
     deleted."""
 
-    FIELDS = ("resource_class",)
     resource_class: str
-
-    def __init__(self, resource_class: str) -> None:
-        self.resource_class = resource_class
-        super().__init__(f"No such resource class {resource_class}.")
+    MESSAGE = "No such resource class {resource_class}."
 
 
 class ResourceClassExists(LedgerError):
     """Raised when creating a custom resource class that already exists."""
 
-    FIELDS = ("resource_class",)
     resource_class: str
-
-    def __init__(self, resource_class: str) -> None:
-        self.resource_class = resource_class
-        super().__init__(f"Resource class {resource_class} already exists.")
+    MESSAGE = "Resource class {resource_class} already exists."
 
 
 class ProviderExists(LedgerError):
     """Raised when registering a provider whose UUID a live provider has."""
 
-    FIELDS = ("provider_uuid",)
     provider_uuid: str
-
-    def __init__(self, provider_uuid: str) -> None:
-        self.provider_uuid = provider_uuid
-        super().__init__(
-            f"provider {provider_uuid} already exists")
+    MESSAGE = "provider {provider_uuid} already exists"
 
 
 class ProviderNameTaken(LedgerError):
     """Raised when registering or renaming a provider to a name another provider holds."""
 
-    FIELDS = ("name", "provider_uuid")
     name: str
     provider_uuid: str
-
-    def __init__(self, name: str, provider_uuid: str) -> None:
-        self.name, self.provider_uuid = name, provider_uuid
-        super().__init__(
-            f"Conflicting resource provider name: {name} already exists (provider "
-            f"{provider_uuid})")
+    MESSAGE = ("Conflicting resource provider name: {name} already exists (provider "
+               "{provider_uuid})")
 
 
 class ProviderInUse(LedgerError):
     """Raised when deleting a provider that still has allocations or children."""
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("provider_uuid", "reason")
     provider_uuid: str
     reason: str
-
-    def __init__(self, provider_uuid: str, reason: str) -> None:
-        self.provider_uuid, self.reason = provider_uuid, reason
-        super().__init__(f"provider {provider_uuid} cannot be deleted: {reason}")
+    MESSAGE = "provider {provider_uuid} cannot be deleted: {reason}"
 
 
 class ProviderHasChildren(ProviderInUse):
     """Raised when deleting a provider that still has child providers."""
 
-    FIELDS = ("provider_uuid", "reason", "children")
     children: list[str]
 
     def __init__(self, provider_uuid: str, children: list[str]) -> None:
-        self.children = children
-        super().__init__(provider_uuid, f"it has children {', '.join(children)}")
+        super().__init__(provider_uuid, f"it has children {', '.join(children)}", children)
 
 
 class InventoryInUse(LedgerError):
     """Raised when removing a resource class that still has allocations against it."""
 
-    FIELDS = ("provider_uuid", "resource_class", "used")
     provider_uuid: str
     resource_class: str
     used: int
-
-    def __init__(self, provider_uuid: str, resource_class: str, used: int) -> None:
-        self.provider_uuid, self.resource_class, self.used = provider_uuid, resource_class, used
-        super().__init__(
-            f"cannot remove {resource_class} from provider {provider_uuid}: {used} still "
-            "allocated")
+    MESSAGE = ("cannot remove {resource_class} from provider {provider_uuid}: {used} still "
+               "allocated")
 
 
 class ResourceClassNotOnProvider(LedgerError):
     """Raised when allocating a resource class the provider has no inventory for."""
 
-    FIELDS = ("provider_uuid", "resource_class")
     provider_uuid: str
     resource_class: str
-
-    def __init__(self, provider_uuid: str, resource_class: str) -> None:
-        self.provider_uuid, self.resource_class = provider_uuid, resource_class
-        super().__init__(f"provider {provider_uuid} has no inventory of {resource_class}")
+    MESSAGE = "provider {provider_uuid} has no inventory of {resource_class}"
 
 
 class InsufficientCapacity(LedgerError):
     """Raised when a write would push a provider's usage of a class above its capacity."""
 
-    FIELDS = ("provider_uuid", "resource_class", "requested", "used", "capacity", "free")
     provider_uuid: str
     resource_class: str
     requested: int
     used: int
     capacity: int
     free: int
+    MESSAGE = ("provider {provider_uuid} cannot fit {requested} more {resource_class}: "
+               "{used} used of capacity {capacity}, {free} free")
 
-    def __init__(
-        self,
-        provider_uuid: str,
-        resource_class: str,
-        requested: int,
-        used: int,
-        capacity: int,
-    ) -> None:
-        self.provider_uuid, self.resource_class = provider_uuid, resource_class
-        self.requested, self.used, self.capacity = requested, used, capacity
-        self.free = max(capacity - used, 0)
-        super().__init__(
-            f"provider {provider_uuid} cannot fit {requested} more {resource_class}: "
-            f"{used} used of capacity {capacity}, {self.free} free")
+    def __init__(self, provider_uuid: str, resource_class: str, requested: int, used: int,
+                 capacity: int) -> None:
+        super().__init__(provider_uuid, resource_class, requested, used, capacity,
+                         max(capacity - used, 0))
 
 
 class DevicesUnavailable(LedgerError):
     """Raised when a claim needs more free devices of a class than a provider has, or names
     devices that are missing or held by someone else."""
 
-    FIELDS = ("provider_uuid", "resource_class", "needed", "free", "detail")
     provider_uuid: str
     resource_class: str
     needed: int
     free: int
-    detail: str
+    detail: str = ""
+    MESSAGE = ("provider {provider_uuid} has {free} free {resource_class} devices, {needed} "
+               "needed{extra}")
 
-    def __init__(
-        self, provider_uuid: str, resource_class: str, needed: int, free: int, detail: str = ""
-    ) -> None:
-        self.provider_uuid, self.resource_class = provider_uuid, resource_class
-        self.needed, self.free, self.detail = needed, free, detail
-        extra = f" ({detail})" if detail else ""
-        super().__init__(
-            f"provider {provider_uuid} has {free} free {resource_class} devices, {needed} "
-            f"needed{extra}")
+    def _message(self) -> str:
+        return self.MESSAGE.format(**self.fields,
+                                   extra=f" ({self.detail})" if self.detail else "")
 
 
 class DeviceInUse(LedgerError):
     """Raised when removing a device that a consumer holds, or declaring devices on a class
     that already has allocations."""
 
-    FIELDS = ("provider_uuid", "resource_class", "reason")
     provider_uuid: str
     resource_class: str
     reason: str
-
-    def __init__(self, provider_uuid: str, resource_class: str, reason: str) -> None:
-        self.provider_uuid, self.resource_class, self.reason = (
-            provider_uuid, resource_class, reason)
-        super().__init__(f"devices of {resource_class} on provider {provider_uuid}: {reason}")
+    MESSAGE = "devices of {resource_class} on provider {provider_uuid}: {reason}"
 
 
 class Conflict(LedgerError):
@@ -321,113 +270,81 @@ class ConsumerGenerationConflict(Conflict):
     Never retried inside the ledger: the caller re-reads and decides again.
     """
 
-    FIELDS = ("consumer_uuid", "expected", "actual")
     consumer_uuid: str
     expected: int | None
     actual: int | None
-
-    def __init__(self, consumer_uuid: str, expected: int | None, actual: int | None) -> None:
-        self.consumer_uuid, self.expected, self.actual = consumer_uuid, expected, actual
-        super().__init__(
-            f"consumer {consumer_uuid} generation conflict: expected {expected}, "
-            f"actual {actual}")
+    MESSAGE = "consumer {consumer_uuid} generation conflict: expected {expected}, actual {actual}"
 
 
 class ProviderGenerationConflict(Conflict):
     """Raised when a provider's generation is not the one an inventory change expected."""
 
-    FIELDS = ("provider_uuid", "expected", "actual")
     provider_uuid: str
     expected: int
     actual: int
-
-    def __init__(self, provider_uuid: str, expected: int, actual: int) -> None:
-        self.provider_uuid, self.expected, self.actual = provider_uuid, expected, actual
-        super().__init__(
-            f"provider {provider_uuid} generation conflict: expected {expected}, "
-            f"actual {actual}")
+    MESSAGE = "provider {provider_uuid} generation conflict: expected {expected}, actual {actual}"
 
 
 class ConcurrentUpdate(Conflict):
     """Raised when provider streams kept changing under a write until its retries ran out."""
 
-    FIELDS = ("provider_uuids", "attempts")
     provider_uuids: list[str]
     attempts: int
 
-    def __init__(self, provider_uuids: list[str], attempts: int) -> None:
-        self.provider_uuids, self.attempts = provider_uuids, attempts
-        super().__init__(
-            f"providers {', '.join(provider_uuids)} kept changing concurrently; gave up after "
-            f"{attempts} attempts")
+    def _message(self) -> str:
+        return (f"providers {', '.join(self.provider_uuids)} kept changing concurrently; "
+                f"gave up after {self.attempts} attempts")
 
 
 class NestedAllocationMove(LedgerError):
     """Raised when a forced move is asked for an allocation that spans more than one
     provider: a blind copy to the destination root cannot be right for nested trees."""
 
-    FIELDS = ("instance_uuid", "provider_uuids")
     instance_uuid: str
     provider_uuids: list[str]
 
-    def __init__(self, instance_uuid: str, provider_uuids: list[str]) -> None:
-        self.instance_uuid, self.provider_uuids = instance_uuid, provider_uuids
-        super().__init__(
-            f"instance {instance_uuid} holds allocations on {len(provider_uuids)} providers "
-            f"({', '.join(provider_uuids)}); a forced move can only copy a single-provider "
-            "allocation: schedule the move instead")
+    def _message(self) -> str:
+        return (f"instance {self.instance_uuid} holds allocations on "
+                f"{len(self.provider_uuids)} providers ({', '.join(self.provider_uuids)}); "
+                "a forced move can only copy a single-provider allocation: schedule the "
+                "move instead")
 
 
 class InvalidTransition(LedgerError):
     """Raised when a migration command does not fit the migration's status or kind."""
 
-    FIELDS = ("migration_uuid", "status", "action")
     migration_uuid: str
     status: str
     action: str
-
-    def __init__(self, migration_uuid: str, status: str, action: str) -> None:
-        self.migration_uuid, self.status, self.action = migration_uuid, status, action
-        super().__init__(f"cannot {action} migration {migration_uuid}: it is {status}")
+    MESSAGE = "cannot {action} migration {migration_uuid}: it is {status}"
 
 
 class MigrationInProgress(LedgerError):
     """Raised when starting a move for an instance that is already mid-move."""
 
-    FIELDS = ("instance_uuid", "migration_uuid")
     instance_uuid: str
     migration_uuid: str
-
-    def __init__(self, instance_uuid: str, migration_uuid: str) -> None:
-        self.instance_uuid, self.migration_uuid = instance_uuid, migration_uuid
-        super().__init__(
-            f"instance {instance_uuid} is already moving (migration {migration_uuid})")
+    MESSAGE = "instance {instance_uuid} is already moving (migration {migration_uuid})"
 
 
 class StoreNotFound(LedgerError):
     """Raised when a read names a store that holds no ledger (a missing file, a database
     or schema without the ledger's tables): reads never create one."""
 
-    FIELDS = ("url", "reason")
     url: str
     reason: str
 
     def __init__(self, url: str, reason: str, what: str = "ledger") -> None:
-        self.url, self.reason = url, reason
-        super().__init__(f"no {what} at {url}: {reason}")
+        super().__init__(f"no {what} at {url}: {reason}", url, reason)
 
 
 class StoreUnavailable(LedgerError):
     """Raised when the store cannot be opened or reached (server down, bad host or user,
     a file that is not a database or cannot be read)."""
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("url", "reason")
     url: str
     reason: str
-
-    def __init__(self, url: str, reason: str) -> None:
-        self.url, self.reason = url, reason
-        super().__init__(f"cannot use the store {url}: {reason}")
+    MESSAGE = "cannot use the store {url}: {reason}"
 
 
 class StoreUnusable(LedgerError):
@@ -440,47 +357,31 @@ class LedgerNotEmpty(LedgerError):
     """Raised when an operation that must start a ledger (an import from Placement) finds
     one that already holds events: it writes nothing."""
 
-    FIELDS = ("position",)
     position: int
-
-    def __init__(self, message: str, position: int) -> None:
-        self.position = position
-        super().__init__(message)
 
 
 class ReadModelsDiverged(LedgerError):
     """Raised when the read models followed a history the ledger no longer has (it was
     restored from an older copy, truncated or rewritten): they must be rebuilt."""
 
-    FIELDS = ("position", "projection")
     position: int
-    projection: str | None
-
-    def __init__(self, message: str, position: int, projection: str | None = None) -> None:
-        self.position, self.projection = position, projection
-        super().__init__(message)
+    projection: str | None = None
 
 
 class CommandIdReused(LedgerError):
     """Raised when a command id that already names an applied command comes with another
     command (another kind, or other arguments). Nothing is written."""
 
-    FIELDS = ("command_id", "recorded", "recorded_fingerprint", "given", "given_fingerprint")
     command_id: str
     recorded: str
     recorded_fingerprint: str
     given: str
     given_fingerprint: str
 
-    def __init__(self, command_id: str, recorded: str, recorded_fingerprint: str,
-                 given: str, given_fingerprint: str) -> None:
-        self.command_id, self.recorded, self.recorded_fingerprint = (
-            command_id, recorded, recorded_fingerprint)
-        self.given, self.given_fingerprint = given, given_fingerprint
-        super().__init__(
-            f"command id {command_id!r} was already used for {recorded} (arguments "
-            f"{recorded_fingerprint[:12]}); it cannot name {given} (arguments "
-            f"{given_fingerprint[:12]}): choose a new command id")
+    def _message(self) -> str:
+        return (f"command id {self.command_id!r} was already used for {self.recorded} "
+                f"(arguments {self.recorded_fingerprint[:12]}); it cannot name {self.given} "
+                f"(arguments {self.given_fingerprint[:12]}): choose a new command id")
 
 
 class StoreLost(StoreUnavailable):
@@ -491,16 +392,16 @@ class StoreLost(StoreUnavailable):
     FIELDS = ("command_id", "reason", "outcome_known")
     command_id: str | None
     outcome_known: bool
+    url = ""
 
-    def __init__(self, command_id: str | None, reason: str, message: str | None = None
-                 ) -> None:
-        default = (f"the store is unavailable ({reason}); command {command_id!r} was not "
-                   "applied: retry with the same command id" if command_id else
-                   f"the store is unavailable ({reason}); retry the read")
-        self.command_id, self.reason = command_id, reason
-        self.outcome_known = type(self) is StoreLost
-        self.url = ""
-        LedgerError.__init__(self, message or default)
+    def __init__(self, command_id: str | None, reason: str) -> None:
+        super().__init__(command_id, reason, type(self) is StoreLost)
+
+    def _message(self) -> str:
+        if self.command_id:
+            return (f"the store is unavailable ({self.reason}); command "
+                    f"{self.command_id!r} was not applied: retry with the same command id")
+        return f"the store is unavailable ({self.reason}); retry the read"
 
 
 class OutcomeUnknown(StoreLost):
@@ -509,13 +410,10 @@ class OutcomeUnknown(StoreLost):
     may not have been applied: retry with the same command id (applied at most once), or
     look it up with ``Ledger.command``."""
 
-    def __init__(self, command_id: str | None, reason: str) -> None:
-        super().__init__(
-            command_id, reason,
-            f"the store was lost during command {command_id!r} ({reason}): its outcome is "
-            "unknown; retry with the same command id (it is applied at most once) or look "
-            "it up with `allocation-ledger command ID`",
-        )
+    def _message(self) -> str:
+        return (f"the store was lost during command {self.command_id!r} ({self.reason}): "
+                "its outcome is unknown; retry with the same command id (it is applied at "
+                "most once) or look it up with `allocation-ledger command ID`")
 
 
 class UnreadableEvent(LedgerError):
@@ -524,65 +422,51 @@ class UnreadableEvent(LedgerError):
     missing (written past the service's checks). It stops there; the audit reports the
     event as ``unreadable-event`` at the same position."""
 
-    FIELDS = ("position", "stream", "topic", "reason")
     position: int
     stream: str
     topic: str
     reason: str
-
-    def __init__(self, position: int, stream: str, topic: str, reason: str) -> None:
-        self.position, self.stream, self.topic, self.reason = position, stream, topic, reason
-        super().__init__(
-            f"the event at #{position} (stream {stream}, {topic}) cannot be read: {reason}; "
-            f"the read models stop before #{position} (`allocation-ledger audit` reports "
-            "every such event)")
+    MESSAGE = ("the event at #{position} (stream {stream}, {topic}) cannot be read: {reason}; "
+               "the read models stop before #{position} (`allocation-ledger audit` reports "
+               "every such event)")
 
 
 class TraitNotFound(NotFound):
     """Raised when a trait is named that is neither standard nor a custom one that exists."""
 
-    FIELDS = ("names",)
     names: list[str]
 
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        super().__init__(f"No such trait(s): {', '.join(names)}.")
+    def _message(self) -> str:
+        return f"No such trait(s): {', '.join(self.names)}."
 
 
 class UnknownTraits(InvalidRequest):
     """Raised when a provider's new traits name traits that do not exist (create a custom
     trait before giving it to a provider)."""
 
-    FIELDS = ("provider_uuid", "names")
     provider_uuid: str
     names: list[str]
 
-    def __init__(self, provider_uuid: str, names: list[str]) -> None:
-        self.provider_uuid, self.names = provider_uuid, names
-        super().__init__(f"No such trait {', '.join(names)} (provider {provider_uuid}): "
-                         "create a custom trait before a provider takes it")
+    def _message(self) -> str:
+        return (f"No such trait {', '.join(self.names)} (provider {self.provider_uuid}): "
+                "create a custom trait before a provider takes it")
 
 
 class StandardTrait(InvalidRequest):
     """Raised when a standard trait (one of os-traits') is to be deleted."""
 
-    FIELDS = ("name",)
     name: str
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        super().__init__(f"Cannot delete standard trait {name}.")
+    MESSAGE = "Cannot delete standard trait {name}."
 
 
 class TraitInUse(LedgerError):
     """Raised when a custom trait is to be deleted while providers have it."""
 
-    FIELDS = ("name", "provider_uuids")
     name: str
     provider_uuids: list[str]
 
-    def __init__(self, name: str, provider_uuids: list[str]) -> None:
-        self.name, self.provider_uuids = name, provider_uuids
-        shown = ", ".join(provider_uuids[:5]) + (", ..." if len(provider_uuids) > 5 else "")
-        super().__init__(f"The trait {name} is in use by a resource provider. "
-                         f"({len(provider_uuids)}: {shown})")
+    def _message(self) -> str:
+        uuids = self.provider_uuids
+        shown = ", ".join(uuids[:5]) + (", ..." if len(uuids) > 5 else "")
+        return (f"The trait {self.name} is in use by a resource provider. "
+                f"({len(uuids)}: {shown})")

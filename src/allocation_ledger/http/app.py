@@ -30,7 +30,7 @@ from allocation_ledger.http import (
     usages,
 )
 from allocation_ledger.http.auth import Guard, Tokens
-from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
+from allocation_ledger.http.context import REQUEST_ID, Reply, Responder, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
 from allocation_ledger.http.limits import MAX_BODY
 
@@ -47,7 +47,7 @@ TOO_EARLY_405 = {inventories.delete_inventories}
 NO_BODY = {resource_classes.put_class, traits.put_trait}
 
 # path, method, handler, first microversion
-ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
+ROUTES: tuple[tuple[str, str, Responder, microversion.Version], ...] = (
     ("/", "GET", root.home, (1, 0)),
     ("/resource_providers", "GET", providers.list_providers, (1, 0)),
     ("/resource_providers", "POST", providers.create_provider, (1, 0)),
@@ -122,7 +122,7 @@ def create_app(ledger: Ledger, tokens: Guard | None = None,
                                             requests=requests)])
 
 
-def _checked(policy: Policy | None, handler: Handler, method: str, path: str) -> Handler:
+def _checked(policy: Policy | None, handler: Responder, method: str, path: str) -> Responder:
     """``handler`` behind its policy rule, when the server enforces one."""
     if policy is None or path == "/":
         return handler

@@ -108,10 +108,11 @@ class Ctx:
         return args
 
 
-Handler = Callable[[Ctx], Reply]
+#: What answers one route: the request (its context) in, the reply out.
+Responder = Callable[[Ctx], Reply]
 
 
-def endpoint(ledger: Ledger, tokens: Guard, handler: Handler,
+def endpoint(ledger: Ledger, tokens: Guard, handler: Responder,
              since: Version = microversion.MIN, too_early: int = 404,
              max_body: int = MAX_BODY, takes_body: bool = False) -> Callable[[Request], Any]:
     """A Starlette endpoint running ``handler`` for requests at version ``since`` or later
@@ -160,7 +161,7 @@ def endpoint(ledger: Ledger, tokens: Guard, handler: Handler,
     return run
 
 
-def _guarded(handler: Handler, ctx: Ctx) -> Reply:
+def _guarded(handler: Responder, ctx: Ctx) -> Reply:
     try:
         if ctx.idempotency_key is not None and ctx.method not in ("GET", "HEAD"):
             # A retry of a request that was applied is decided again on the ledger as it

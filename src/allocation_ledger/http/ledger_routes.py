@@ -18,7 +18,7 @@ from allocation_ledger.audit import history, pointintime
 from allocation_ledger.audit.run import audit
 from allocation_ledger.domain.errors import InvalidRequest
 from allocation_ledger.http import errors, shapes
-from allocation_ledger.http.context import Ctx, Handler, Reply
+from allocation_ledger.http.context import Ctx, Reply, Responder
 from allocation_ledger.http.microversion import Version
 
 M = "/ledger/migrations/{migration_uuid}"
@@ -49,7 +49,7 @@ def migration_body(view: MigrationView) -> dict[str, Any]:
     return {k: _plain(v) for k, v in asdict(view).items()}
 
 
-def _move(action: str) -> Handler:
+def _move(action: str) -> Responder:
     method, allowed, required = MOVES[action]
 
     def handle(ctx: Ctx) -> Reply:
@@ -149,7 +149,7 @@ def show_command(ctx: Ctx) -> Reply:
     return Reply(body=ctx.ledger.command(ctx.params["command_id"]).to_dict())
 
 
-ROUTES: tuple[tuple[str, str, Handler, Version], ...] = (
+ROUTES: tuple[tuple[str, str, Responder, Version], ...] = (
     *((f"{M}/{action}", "POST", _move(action), (1, 0)) for action in MOVES),
     (M, "GET", show_migration, (1, 0)),
     ("/ledger/providers/{uuid}", "GET", show_provider, (1, 0)),

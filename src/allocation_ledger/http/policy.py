@@ -16,7 +16,7 @@ from oslo_config import cfg
 from oslo_policy import policy
 
 from allocation_ledger.domain.errors import InvalidRequest
-from allocation_ledger.http.context import Ctx, Handler, Reply
+from allocation_ledger.http.context import Ctx, Reply, Responder
 from allocation_ledger.http.errors import HTTPError
 from allocation_ledger.http.policy_rules import defaults
 
@@ -57,7 +57,7 @@ class Policy:
             raise HTTPError(403, f"Policy does not allow {rule} to be performed.")
 
 
-def guarded(enforcer: Policy, handler: Handler, rule: str) -> Handler:
+def guarded(enforcer: Policy, handler: Responder, rule: str) -> Responder:
     """``handler`` run only for a caller ``rule`` allows (Placement's ``context.can`` at
     the top of each handler). The target is the caller's own project and user, except for
     ``GET /usages``: the project asked about, as Placement checks it."""

@@ -44,7 +44,7 @@ def is_loopback(host: str) -> bool:
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
           access_log: bool = True, stale_after: float = 3600.0,
-          auth: AuthSettings | None = None) -> None:
+          auth: AuthSettings | None = None, group_commit: bool = True) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -56,7 +56,8 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     on stderr at ``log_level`` in ``log_format`` (``text`` or ``json``, see
     ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
     false. ``auth`` chooses Keystone's way instead of the token file (see
-    :class:`AuthSettings`)."""
+    :class:`AuthSettings`). With ``group_commit`` the commands its threads send together
+    share appends (``application/grouping.py``)."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
@@ -70,7 +71,7 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     guard, policy = auth.build(token_file, host)
     log_config = logs.config(log_level, log_format, access_log=access_log)
     check_can_listen(host, port)
-    with open_ledger(url, read_side=True) as ledger:
+    with open_ledger(url, read_side=True, group_commit=group_commit) as ledger:
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
                              positions=read_side.positions if read_side else None)

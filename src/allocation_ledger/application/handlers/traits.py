@@ -3,6 +3,7 @@ provider's traits and aggregates replaced."""
 
 from __future__ import annotations
 
+from allocation_ledger.application.catalog import provider_traits
 from allocation_ledger.application.inputs import ProviderAggregatesIn, ProviderTraitsIn, TraitIn
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.domain import trait as traits
@@ -29,7 +30,8 @@ def delete_trait(uow: UnitOfWork, cmd: TraitIn) -> None:
     found = uow.trait(cmd.name) if traits.is_custom_name(cmd.name) else None
     if found is None or not found.exists:
         raise TraitNotFound([cmd.name])
-    found.delete(uow.providers_with_trait(cmd.name), uow.request)
+    holders = [uuid for uuid, held in provider_traits(uow.store).items() if cmd.name in held]
+    found.delete(holders, uow.request)
 
 
 def set_traits(uow: UnitOfWork, cmd: ProviderTraitsIn) -> None:

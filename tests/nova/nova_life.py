@@ -16,8 +16,8 @@ The steps are those of nova-compute and the scheduler:
    after ``get_provider_tree_and_ensure_root``; a second host with its own tree;
 2. ``claim_resources`` of an instance holding VGPU and DISK_GB on the root and VCPU,
    MEMORY_MB on a NUMA node;
-3. the reshape after nova-compute restarts (a fresh client): VGPU moves from the root to a new pGPU child, the instance's VGPU with
-   it, through ``get_allocations_for_provider_tree`` and
+3. the reshape after nova-compute restarts (a fresh client): VGPU moves from the root to
+   a new pGPU child, the instance's VGPU with it, through ``get_allocations_for_provider_tree`` and
    ``update_from_provider_tree(..., allocations=...)`` (``POST /reshaper``);
 4. ``get_allocation_candidates`` with a ``ResourceRequest`` built by Nova from a
    ``RequestSpec`` whose flavor has granular groups (``resources1:VGPU``,
@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import json
 import sys
-
-import nova.monkey_patch  # noqa: F401  # as nova-compute runs: its ProviderTree copies need it
 from typing import Any
 from unittest import mock
 
+import nova.monkey_patch  # noqa: F401  # as nova-compute runs: its ProviderTree copies need it
 from keystoneauth1 import adapter, noauth, session
 from nova import context as nova_context
 from nova import objects
@@ -108,7 +107,6 @@ class Life:
                     "traits": sorted(self.get(url + "/traits")["body"]["traits"]),
                     "aggregates": sorted(self.get(url + "/aggregates")["body"]["aggregates"]),
                     "usages": self.get(url + "/usages")["body"]["usages"],
-                    "allocations": self.get(url + "/allocations")["body"]["allocations"],
                 }
             del name
         consumers = {c: self.get(f"/allocations/{c}")["body"] for c in (VM1, VM2, MIGRATION)}

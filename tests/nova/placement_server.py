@@ -14,7 +14,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "placement"))
 
-from fill_placement import make_app  # type: ignore[import-not-found]  # noqa: E402
+from fill_placement import make_app  # type: ignore[import-not-found]
 
 
 class Quiet(WSGIRequestHandler):

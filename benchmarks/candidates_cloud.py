@@ -108,17 +108,16 @@ def fill_placement(conninfo: str, start: int, stop: int) -> None:
     """Write nodes ``start`` to ``stop - 1`` as rows of Placement's schema (its standard
     traits and resource classes are there already), in one transaction."""
     with psycopg.connect(conninfo) as conn, conn.cursor() as cur:
-        classes = dict(cur.execute("SELECT name, id FROM resource_classes").fetchall())
-        traits = dict(cur.execute("SELECT name, id FROM traits").fetchall())
+        classes: dict[str, int] = dict(
+            cur.execute("SELECT name, id FROM resource_classes").fetchall())
+        traits: dict[str, int] = dict(cur.execute("SELECT name, id FROM traits").fetchall())
         cur.execute("INSERT INTO projects (external_id) VALUES ('bench') "
                     "ON CONFLICT DO NOTHING")
         cur.execute("INSERT INTO users (external_id) VALUES ('bench') ON CONFLICT DO NOTHING")
-        project = cur.execute("SELECT id FROM projects WHERE external_id='bench'").fetchone()
-        user = cur.execute("SELECT id FROM users WHERE external_id='bench'").fetchone()
-        assert project is not None and user is not None
+        project = _one(cur, "SELECT id FROM projects WHERE external_id='bench'")
+        user = _one(cur, "SELECT id FROM users WHERE external_id='bench'")
         aggs = _placement_aggregates(cur)
-        next_id = (cur.execute("SELECT max(id) FROM resource_providers").fetchone() or (0,))[0]
-        next_id = (next_id or 0) + 1
+        next_id = _one(cur, "SELECT coalesce(max(id), 0) FROM resource_providers") + 1
         ids: dict[str, int] = {}
         rps, invs, rp_traits, rp_aggs, allocs, consumers = [], [], [], [], [], []
         for n in nodes(start, stop):
@@ -133,7 +132,7 @@ def fill_placement(conninfo: str, start: int, stop: int) -> None:
                 rp_traits += [(traits[t], rp_id) for t in p.traits]
                 rp_aggs += [(rp_id, aggs[a]) for a in p.aggregates]
             if n.usage:
-                consumers.append((n.consumer, project[0], user[0]))
+                consumers.append((n.consumer, project, user))
                 allocs += [(ids[rp], n.consumer, classes[rc], used)
                            for rp, res in n.usage.items() for rc, used in res.items()]
         cur.executemany("INSERT INTO resource_providers (id, uuid, name, generation, "
@@ -153,6 +152,13 @@ def fill_placement(conninfo: str, start: int, stop: int) -> None:
                         "resource_class_id, used, created_at) VALUES (%s, %s, %s, %s, now())",
                         allocs)
         cur.execute("ANALYZE")
+
+
+def _one(cur: psycopg.Cursor[Any], sql: str) -> int:
+    row = cur.execute(sql).fetchone()
+    if row is None:
+        raise LookupError(f"no row for {sql}")
+    return int(row[0])
 
 
 def _placement_aggregates(cur: psycopg.Cursor[Any]) -> dict[str, int]:

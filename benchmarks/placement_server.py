@@ -17,18 +17,19 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from oslo_config import cfg  # type: ignore[import-not-found]
+from oslo_config import cfg
 from placement import conf, db_api, deploy  # type: ignore[import-not-found]
 
 
 class QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         """No access log."""
 
 
-def make_app(connection: str) -> object:
+def make_app(connection: str) -> Any:
     config = cfg.ConfigOpts()
     conf.register_opts(config)
     with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as file:

@@ -9,12 +9,12 @@ children with ``VCPU`` / ``MEMORY_MB``, traits, aggregates, partial usage) to ea
 ``--nodes`` in turn, in both servers: the ledger in a fresh schema of ``--pg-url``'s
 database, served by ``allocation-ledger serve``; Placement 16 (``.venv-placement``, or
 ``LEDGER_PLACEMENT_PYTHON``) on its own database ``--placement-db`` of the same PostgreSQL
-server, dropped and made again by Placement's migrations. At each size every query is first
-asked of both once (untimed; the two answers must agree: the same number of candidates,
-and the same candidates when the limit does not cut), then ``--requests`` times of each
-server in turn, one request at a time on a new connection. Prints p50/p99 per size, query
-and server, Placement's latency over the ledger's, and the ledger's growth from the
-smallest size to the largest. Exits 1 when the answers disagree.
+server, made by Placement's migrations (dropped first if it exists, and afterwards). At
+each size every query is first asked of both once (untimed; the two answers must agree:
+the same number of candidates, and the same candidates when the limit does not cut), then
+``--requests`` times of each server in turn, one request at a time on a new connection.
+Prints p50/p99 per size, query and server, Placement's latency over the ledger's, and the
+ledger's growth from the smallest size to the largest. Exits 1 when the answers disagree.
 """
 
 from __future__ import annotations
@@ -195,6 +195,8 @@ def _placement(pg_url: str, database: str) -> Iterator[tuple[int, str]]:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+            with psycopg.connect(base, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def placement_python() -> str:

@@ -58,7 +58,6 @@ from allocation_ledger.domain.candidates_request import (
     CandidatesRequest,
     ProviderSnapshot,
     ProviderSummary,
-    SummaryResource,
 )
 
 Key = tuple[frozenset[tuple[str, str, int]], frozenset[tuple[str, tuple[str, ...]]]]
@@ -111,13 +110,14 @@ def _anchor_roots(cloud: CloudIndex, request: CandidatesRequest,
 def _combined(cloud: CloudIndex, request: CandidatesRequest,
               parts: list[Options]) -> Iterator[AllocationRequest]:
     """Every valid combination of one part per group, per anchor, once each."""
-    anchors = parts[0].anchors.intersection(*(p.anchors for p in parts[1:]))
+    known = [p.anchors for p in parts if p.anchors is not None]
+    anchors = sorted(set.intersection(*known)) if known else parts[0].ordered()
     granular = [g.use_same_provider for g in request.groups]
     isolate = request.group_policy == "isolate"
     seen: set[Key] = set()
-    for anchor in sorted(anchors):
-        lists = [p.parts(anchor) for p in parts]
-        if not all(lists):
+    for anchor in anchors:
+        lists = _parts_of(parts, anchor)
+        if lists is None:
             continue
         for combo in _product(cloud, lists, granular if isolate else None):
             if not _same_subtrees(cloud, request, combo):
@@ -126,6 +126,17 @@ def _combined(cloud: CloudIndex, request: CandidatesRequest,
             if key not in seen:
                 seen.add(key)
                 yield areq
+
+
+def _parts_of(parts: list[Options], anchor: str) -> list[list[Part]] | None:
+    """Every group's parts for ``anchor``, or ``None`` as soon as one group has none."""
+    lists = []
+    for options in parts:
+        found = options.parts(anchor)
+        if not found:
+            return None
+        lists.append(found)
+    return lists
 
 
 def _product(cloud: CloudIndex, lists: list[list[Part]],
@@ -220,16 +231,8 @@ def _summaries(cloud: CloudIndex, roots: list[str],
     for root in roots:
         for uuid in sorted(cloud.trees[root], key=lambda u: (u != root, u)):
             if only is None or uuid in only:
-                found.append(summary(cloud.by_uuid[uuid]))
+                found.append(cloud.summary(uuid))
     return tuple(found)
-
-
-def summary(s: ProviderSnapshot) -> ProviderSummary:
-    """A provider as a candidates answer summarises it."""
-    usages = s.usages
-    resources = {rc: SummaryResource(inv.capacity, usages.get(rc, 0))
-                 for rc, inv in s.inventories.items()}
-    return ProviderSummary(s.uuid, s.parent_uuid, s.root_uuid, resources, tuple(sorted(s.traits)))
 
 
 def _flat_answer(cloud: CloudIndex, areqs: list[AllocationRequest],

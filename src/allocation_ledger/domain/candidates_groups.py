@@ -28,7 +28,6 @@ from allocation_ledger.domain.candidates_index import CloudIndex, has_required
 from allocation_ledger.domain.candidates_request import (
     NoSuchResourceClass,
     NoSuchTraits,
-    ProviderSnapshot,
     RequestGroup,
 )
 
@@ -50,22 +49,30 @@ class Options:
     """A group's parts by anchor, worked out for an anchor only when asked for, so a search
     that stops at its limit never builds the parts of the trees it does not reach."""
 
-    def __init__(self, anchors: set[str], build: Callable[[str], list[Part]]) -> None:
-        #: the anchors that may have parts (a part's own checks may still rule one out)
+    def __init__(self, anchors: set[str] | None, build: Callable[[str], list[Part]],
+                 every_root: Callable[[], list[str]] = list) -> None:
+        #: the anchors that may have parts (``None``: any root of the cloud); a part's own
+        #: checks may still rule one out
         self.anchors = anchors
         self._build = build
+        self._every_root = every_root
         self._built: dict[str, list[Part]] = {}
 
     def parts(self, anchor: str) -> list[Part]:
         """The group's parts for ``anchor``, by provider UUID."""
         found = self._built.get(anchor)
         if found is None:
-            found = self._built[anchor] = self._build(anchor) if anchor in self.anchors else []
+            possible = self.anchors is None or anchor in self.anchors
+            found = self._built[anchor] = self._build(anchor) if possible else []
         return found
+
+    def ordered(self) -> list[str]:
+        """The anchors that may have parts, by UUID."""
+        return self._every_root() if self.anchors is None else sorted(self.anchors)
 
     def any(self) -> bool:
         """True when some anchor has a part."""
-        return any(self.parts(a) for a in sorted(self.anchors))
+        return any(self.parts(a) for a in self.ordered())
 
 
 NONE = Options(set(), lambda anchor: [])
@@ -89,13 +96,12 @@ def group_options(cloud: CloudIndex, group: RequestGroup, roots: set[str] | None
         if found is None:
             return NONE
         tree_root = found.root_uuid
-    fit = {rc: cloud.fitting(rc, n, tree_root) for rc, n in group.resources.items()}
-    if not all(fit.values()):
+    if any(rc not in cloud.by_class for rc in group.resources):
         return NONE
-    bad = cloud.in_any(group.forbidden_aggregates)
+    scope = _Scope(group, roots, in_aggs, cloud.in_any(group.forbidden_aggregates), tree_root)
     if group.use_same_provider:
-        return _single(cloud, group, fit, roots, in_aggs, bad)
-    return _spread(cloud, group, fit, roots, in_aggs, bad)
+        return _single(cloud, scope)
+    return _spread(cloud, scope)
 
 
 def check_traits(trait_exists: Exists, trait_sets: tuple[frozenset[str], ...]) -> None:
@@ -106,61 +112,70 @@ def check_traits(trait_exists: Exists, trait_sets: tuple[frozenset[str], ...]) -
             raise NoSuchTraits(missing)
 
 
-def _single(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[ProviderSnapshot]],
-            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> Options:
-    if group.resources:
-        first, *others = fit.values()
-        ok = set.intersection(*({s.uuid for s in f} for f in others)) if others else None
-        chosen = [s for s in first if ok is None or s.uuid in ok]
-    elif group.required or in_aggs is not None:
-        chosen = list(cloud.by_uuid.values())
-    else:
+@dataclass(frozen=True)
+class _Scope:
+    """Where one group may take from: the request's anchor roots (``None``: any), the
+    providers in its ``member_of`` aggregates (``None``: no ``member_of``), those in a
+    forbidden aggregate, and the root of its ``in_tree`` (``None``: any tree)."""
+
+    group: RequestGroup
+    roots: set[str] | None
+    in_aggs: set[str] | None
+    bad: set[str]
+    tree_root: str | None
+
+
+def _single(cloud: CloudIndex, scope: _Scope) -> Options:
+    group, in_aggs, bad = scope.group, scope.in_aggs, scope.bad
+    if not (group.resources or group.required or in_aggs is not None):
         return NONE
-    by_anchor: dict[str, list[ProviderSnapshot]] = {}
+    serving = _sharing_by_anchor(cloud, None)
     traits_asked = bool(group.required or group.forbidden)
-    for s in chosen:
+
+    def fits(uuid: str) -> bool:
+        s = cloud.by_uuid[uuid]
+        if group.resources and (
+                (scope.tree_root is not None and s.root_uuid != scope.tree_root)
+                or not all(cloud.fits(rc, uuid, n) for rc, n in group.resources.items())):
+            return False
         if traits_asked and not (has_required(s.traits, group.required)
                                  and group.forbidden.isdisjoint(s.traits)):
-            continue
-        if (in_aggs is not None and s.uuid not in in_aggs) or s.uuid in bad:
-            continue
-        anchors = cloud.anchors(s.uuid) | {s.root_uuid} if s.uuid in cloud.sharing \
-            else (s.root_uuid,)
-        for anchor in anchors:
-            if roots is None or anchor in roots:
-                by_anchor.setdefault(anchor, []).append(s)
+            return False
+        return (in_aggs is None or uuid in in_aggs) and uuid not in bad
 
     def parts(anchor: str) -> list[Part]:
-        return [Part(anchor, tuple((s.uuid, rc, n) for rc, n in group.resources.items()),
-                     (s.uuid,)) for s in sorted(by_anchor[anchor], key=lambda s: s.uuid)]
+        found = sorted({*cloud.trees.get(anchor, ()), *serving.get(anchor, ())})
+        return [Part(anchor, tuple((u, rc, n) for rc, n in group.resources.items()), (u,))
+                for u in found if fits(u)]
 
-    return Options(set(by_anchor), parts)
+    return Options(scope.roots, parts, cloud.roots)
 
 
-def _spread(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[ProviderSnapshot]],
-            roots: set[str] | None, in_aggs: set[str] | None, bad: set[str]) -> Options:
-    per_class: list[dict[str, dict[str, None]]] = []  # class -> anchor -> providers
-    for fitting in fit.values():
-        by_anchor: dict[str, dict[str, None]] = {}
-        for s in fitting:
-            anchors = [s.root_uuid]
-            if group.in_tree is None and s.uuid in cloud.sharing and (
-                    in_aggs is None or s.uuid in in_aggs):  # in_tree: that tree alone
-                anchors += cloud.anchors(s.uuid)
-            for anchor in anchors:
-                if ((roots is None or anchor in roots)
-                        and (in_aggs is None or s.uuid in in_aggs or anchor in in_aggs)
-                        and s.uuid not in bad and anchor not in bad):
-                    by_anchor.setdefault(anchor, {})[s.uuid] = None
-        per_class.append(by_anchor)
-    common = set(per_class[0]).intersection(*per_class[1:])
-    classes = list(fit)
+def _spread(cloud: CloudIndex, scope: _Scope) -> Options:
+    group, roots, in_aggs, bad = scope.group, scope.roots, scope.in_aggs, scope.bad
+    # with in_tree, that tree alone, without sharing providers from elsewhere
+    serving = _sharing_by_anchor(cloud, in_aggs) if scope.tree_root is None else {}
+    classes = list(group.resources)
     amounts = [group.resources[rc] for rc in classes]
     checks_traits = bool(group.required or group.forbidden)
 
+    def providers(anchor: str, rc: str, n: int) -> list[str]:
+        found = {u for u in (*cloud.trees.get(anchor, ()), *serving.get(anchor, ()))
+                 if cloud.fits(rc, u, n) and u not in bad
+                 and (in_aggs is None or u in in_aggs or anchor in in_aggs)}
+        return sorted(found)
+
     def parts(anchor: str) -> list[Part]:
+        if anchor in bad or (scope.tree_root is not None and anchor != scope.tree_root):
+            return []
+        per_class = []
+        for rc, n in zip(classes, amounts, strict=True):
+            fitting = providers(anchor, rc, n)
+            if not fitting:
+                return []
+            per_class.append(fitting)
         found = []
-        for rps in itertools.product(*(sorted(c[anchor]) for c in per_class)):
+        for rps in itertools.product(*per_class):
             if checks_traits:
                 traits = [cloud.by_uuid[rp].traits for rp in rps]
                 if any(not group.forbidden.isdisjoint(t) for t in traits):
@@ -171,4 +186,18 @@ def _spread(cloud: CloudIndex, group: RequestGroup, fit: dict[str, list[Provider
             found.append(Part(anchor, resources, tuple(sorted(set(rps)))))
         return found
 
-    return Options(common, parts)
+    anchors = roots
+    if scope.tree_root is not None:
+        anchors = {scope.tree_root} if roots is None else roots & {scope.tree_root}
+    return Options(anchors, parts, cloud.roots)
+
+
+def _sharing_by_anchor(cloud: CloudIndex, in_aggs: set[str] | None) -> dict[str, list[str]]:
+    """The sharing providers (of those in ``in_aggs`` when given) that can serve each
+    anchor root other than their own."""
+    found: dict[str, list[str]] = {}
+    for uuid in cloud.sharing:
+        if in_aggs is None or uuid in in_aggs:
+            for anchor in cloud.anchors(uuid):
+                found.setdefault(anchor, []).append(uuid)
+    return found

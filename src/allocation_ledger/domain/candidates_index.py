@@ -12,7 +12,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TypeVar
 
-from allocation_ledger.domain.candidates_request import SHARING_TRAIT, ProviderSnapshot
+from allocation_ledger.domain.candidates_request import (
+    SHARING_TRAIT,
+    ProviderSnapshot,
+    ProviderSummary,
+    SummaryResource,
+)
 
 V = TypeVar("V")
 
@@ -35,6 +40,8 @@ class CloudIndex:
         self.sharing: set[str] = set()
         self._children: set[str] = set()
         self._anchors: dict[str, frozenset[str]] = {}
+        self._roots: list[str] | None = None
+        self._summaries: dict[str, ProviderSummary] = {}
         for s in snapshots:
             self.put(s)
 
@@ -47,6 +54,7 @@ class CloudIndex:
         """Add a provider, or replace what the index holds of it."""
         if s.uuid in self.by_uuid:
             self.drop(s.uuid)
+        self._summaries.pop(s.uuid, None)
         self.by_uuid[s.uuid] = s
         usages = s.usages
         for rc, inv in s.inventories.items():
@@ -54,6 +62,8 @@ class CloudIndex:
                                          inv.capacity - usages.get(rc, 0))
         for agg in s.aggregates:
             self.members[agg][s.uuid] = None
+        if s.root_uuid not in self.trees:
+            self._roots = None
         self.trees[s.root_uuid][s.uuid] = None
         if SHARING_TRAIT in s.traits:
             self.sharing.add(s.uuid)
@@ -65,6 +75,7 @@ class CloudIndex:
     def drop(self, uuid: str) -> None:
         """Forget a provider (deleted); nothing when the index does not hold it."""
         s = self.by_uuid.pop(uuid, None)
+        self._summaries.pop(uuid, None)
         if s is None:
             return
         for rc in s.inventories:
@@ -72,18 +83,36 @@ class CloudIndex:
         for agg in s.aggregates:
             _discard(self.members, agg, uuid)
         _discard(self.trees, s.root_uuid, uuid)
+        if s.root_uuid not in self.trees:
+            self._roots = None
         self.sharing.discard(uuid)
         self._children.discard(uuid)
         if s.aggregates:
             self._anchors.clear()
 
-    def fitting(self, rc: str, amount: int, tree_root: str | None) -> list[ProviderSnapshot]:
-        """Providers (of the tree of ``tree_root`` when given) that could take ``amount`` of
-        ``rc`` on their own: ``rules.unit_problem``'s min/max/step rules, and ``used +
-        amount`` within capacity, as comparisons over the rows the index keeps."""
-        return [s for s, lo, hi, step, left in self.by_class.get(rc, {}).values()
-                if lo <= amount <= hi and amount <= left and not amount % step
-                and (tree_root is None or s.root_uuid == tree_root)]
+    def fits(self, rc: str, uuid: str, amount: int) -> bool:
+        """True when provider ``uuid`` could take ``amount`` of ``rc`` on its own:
+        ``rules.unit_problem``'s min/max/step rules, and ``used + amount`` within capacity,
+        as comparisons over the row the index keeps."""
+        row = self.by_class.get(rc, {}).get(uuid)
+        if row is None:
+            return False
+        _, lo, hi, step, left = row
+        return lo <= amount <= hi and amount <= left and not amount % step
+
+    def roots(self) -> list[str]:
+        """The roots of every tree, by UUID (kept between calls until a tree comes or
+        goes)."""
+        if self._roots is None:
+            self._roots = sorted(self.trees)
+        return self._roots
+
+    def summary(self, uuid: str) -> ProviderSummary:
+        """Provider ``uuid`` as a candidates answer summarises it (kept until it changes)."""
+        found = self._summaries.get(uuid)
+        if found is None:
+            found = self._summaries[uuid] = summary(self.by_uuid[uuid])
+        return found
 
     def in_every(self, member_of: tuple[frozenset[str], ...]) -> set[str]:
         """Providers that are in at least one aggregate of every set of ``member_of``."""
@@ -124,6 +153,14 @@ def _discard(index: dict[str, dict[str, V]], key: str, uuid: str) -> None:
         found.pop(uuid, None)
         if not found:
             del index[key]
+
+
+def summary(s: ProviderSnapshot) -> ProviderSummary:
+    """A provider as a candidates answer summarises it."""
+    usages = s.usages
+    resources = {rc: SummaryResource(inv.capacity, usages.get(rc, 0))
+                 for rc, inv in s.inventories.items()}
+    return ProviderSummary(s.uuid, s.parent_uuid, s.root_uuid, resources, tuple(sorted(s.traits)))
 
 
 def has_required(traits: frozenset[str] | set[str],

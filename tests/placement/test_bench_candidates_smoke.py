@@ -1,0 +1,35 @@
+"""The candidates benchmark works: its smoke run fills both clouds (the ledger through its
+API, Placement 16 by rows in its own schema), finds that the two servers answer every query
+alike, and prints the table and both targets. Speed is not asserted: the figures of a
+shared test machine mean nothing, the agreement and the report's shape do."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from benchmarks.candidates import QUERIES, main
+from tests.placement.test_import import placement_python
+
+pytestmark = pytest.mark.postgres
+
+
+def test_the_smoke_run_agrees_with_placement_and_prints_both_targets(
+        pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    placement_python()  # skips when Placement's venv is missing
+    base = pg_url.split("?", 1)[0]
+
+    code = main(["--smoke", "--pg-url", base,
+                 "--placement-db", f"placement_smoke_{uuid.uuid4().hex[:8]}"])
+
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "disagree" not in out
+    for size in ("20", "60"):
+        for query in QUERIES:
+            assert re.search(rf"^\s+{size} {query}\s+[\d.]+ /\s+[\d.]+\s+[\d.]+ /", out, re.M), out
+    for query in QUERIES:
+        assert re.search(rf"target {query}: ledger [\d.]+x faster than Placement at 60 nodes",
+                         out), out

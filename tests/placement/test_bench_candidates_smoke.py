@@ -13,7 +13,8 @@ import pytest
 from benchmarks.candidates import QUERIES, main
 from tests.placement.test_import import placement_python
 
-pytestmark = pytest.mark.postgres
+# slow: about 40 s (two servers and two clouds); .ci/run includes it
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def test_the_smoke_run_agrees_with_placement_and_prints_both_targets(

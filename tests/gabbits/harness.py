@@ -93,10 +93,15 @@ def list_files(python: str) -> list[str]:
     return list(json.loads(done.stdout))
 
 
+# serve's options for a file whose Placement fixture configures Placement (CORSFixture)
+SERVE_ARGS = {"cors.yaml": ("--cors-allowed-origin", "http://valid.example.com",
+                            "--cors-allow-header", "openstack-api-version")}
+
+
 def run_file(python: str, name: str, url: str) -> list[Outcome]:
     """Every test of gabbit file ``name`` run in order against a fresh server over the
     (fresh) store at ``url``."""
-    return run_against(python, name, spawned(url))
+    return run_against(python, name, spawned(url, args=SERVE_ARGS.get(name, ())))
 
 
 def run_on_placement(python: str, name: str, folder: Path) -> list[Outcome]:

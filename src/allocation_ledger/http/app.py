@@ -32,6 +32,7 @@ from allocation_ledger.http import (
 from allocation_ledger.http.auth import Tokens
 from allocation_ledger.http.context import REQUEST_ID, Handler, Reply, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
+from allocation_ledger.http.cors import Cors, CorsSettings
 from allocation_ledger.http.limits import MAX_BODY
 
 if TYPE_CHECKING:
@@ -88,13 +89,15 @@ ROUTES: tuple[tuple[str, str, Handler, microversion.Version], ...] = (
 
 
 def create_app(ledger: Ledger, tokens: Tokens | None = None,
-               max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None) -> Starlette:
+               max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None,
+               cors: CorsSettings | None = None) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
     listing providers, a provider's allocations and project usages read the projections);
     request bodies of at most ``max_body`` bytes. Every request is logged on
     ``allocation_ledger.access``; with ``metrics`` (``allocation_ledger.metrics.instrument``
     of the ledger's store) its latency is observed there and ``GET /metrics`` serves them
-    (see ``http/observe.py`` and ``http/metrics_route.py``).
+    (see ``http/observe.py`` and ``http/metrics_route.py``). With ``cors``, cross-origin
+    requests are answered as Placement's ``[cors]`` options make it (``http/cors.py``).
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, handler, since,
@@ -112,9 +115,10 @@ def create_app(ledger: Ledger, tokens: Tokens | None = None,
                             metrics_route.metrics_endpoint(tokens, exposition),
                             methods=["GET"]))
     templates = observe.Templates([path for path, *_ in ROUTES] + [metrics_route.PATH])
+    middleware = [Middleware(Cors, settings=cors)] if cors is not None else []
+    middleware.append(Middleware(observe.Observed, templates=templates, requests=requests))
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
-                     middleware=[Middleware(observe.Observed, templates=templates,
-                                            requests=requests)])
+                     middleware=middleware)
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
@@ -131,7 +135,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
         err = errors.HTTPError(405, f"The method {request.method} is not allowed for this "
                                     "resource.")
     return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,
-                    request_id)
+                    request_id, accept=request.headers.get("accept"))
 
 
 _PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]

@@ -127,9 +127,16 @@ def create_inventory(ctx: Ctx) -> Reply:
 
 
 def delete_inventories(ctx: Ctx) -> Reply:
-    """``DELETE .../inventories`` (1.5): remove every class."""
+    """``DELETE .../inventories`` (1.5): remove every class; refused (409) naming every
+    class still allocated, as Placement's words do."""
     view = found(ctx, ctx.params["uuid"])
-    ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, **ctx.write())
+    try:
+        ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, **ctx.write())
+    except InventoryInUse as err:
+        held = [rc for rc, used in found(ctx, view.provider_uuid).usages.items() if used]
+        raise errors.HTTPError(409, f"Inventory for '{', '.join(held)}' on resource provider "
+                                    f"'{err.provider_uuid}' in use.",
+                               errors.INVENTORY_INUSE) from err
     return Reply(204)
 
 

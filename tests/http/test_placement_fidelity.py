@@ -188,3 +188,20 @@ def test_without_cors_options_a_preflight_is_not_served(server_port: int) -> Non
         "OPTIONS")
     assert status == 405
     assert "access-control-allow-origin" not in headers
+
+
+def test_candidate_summaries_list_standard_traits_before_custom_ones(
+        client: Client) -> None:
+    """As Placement's ids order them (its standard traits exist before any custom one)."""
+    host = provider(client, f"host-{uuid4()}")
+    inventory(client, host, VCPU=8)
+    custom = f"CUSTOM_A{uuid4().hex.upper()}"
+    assert client.call("PUT", f"/traits/{custom}", version="1.6").status == 201
+    generation = client.call("GET", f"/resource_providers/{host}").body["generation"]
+    answer = client.call("PUT", f"/resource_providers/{host}/traits", {
+        "resource_provider_generation": generation, "traits": [custom, "HW_NUMA_ROOT"]},
+        "1.6")
+    assert answer.status == 200, answer
+    found = client.call("GET", f"/allocation_candidates?resources=VCPU:1&required={custom}",
+                        version="1.17")
+    assert found.body["provider_summaries"][host]["traits"] == ["HW_NUMA_ROOT", custom]

@@ -94,6 +94,11 @@ def list_files(python: str) -> list[str]:
     return list(json.loads(done.stdout))
 
 
+# serve's options for a file whose Placement fixture configures Placement (CORSFixture)
+SERVE_ARGS = {"cors.yaml": ("--cors-allowed-origin", "http://valid.example.com",
+                            "--cors-allow-header", "openstack-api-version")}
+
+
 def run_file(python: str, name: str, url: str) -> list[Outcome]:
     """Every test of gabbit file ``name`` run in order against a fresh server over the
     (fresh) store at ``url``, authenticating and authorizing as Placement's fixture for
@@ -118,7 +123,7 @@ def server_args(name: str, folder: Path) -> list[str]:
         path.write_text(json.dumps({rule.name: "@" for rule in defaults()
                                     if rule.name != "admin_api"}))
         args += ["--policy-file", str(path)]
-    return args
+    return args + list(SERVE_ARGS.get(name, ()))
 
 
 def run_on_placement(python: str, name: str, folder: Path) -> list[Outcome]:

@@ -3,6 +3,7 @@ texts, resource classes, headers and the server's limits, against a real server.
 
 from __future__ import annotations
 
+import http.client
 from uuid import uuid4
 
 from tests.http.server import Client
@@ -221,14 +222,22 @@ def test_reads_say_no_cache_and_last_modified_from_1_15(client: Client) -> None:
 
 
 def test_content_negotiation_as_placement(client: Client) -> None:
-    refused = client.call("GET", "/resource_providers", headers={"Accept": "text/plain"})
-    assert refused.status == 406, refused
-    assert "Only application/json is provided" in refused.body["errors"][0]["detail"]
+    # the refusal is in a media type the client takes, as webob answers Placement's
+    # (test_placement_fidelity.py): plain text here
+    conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=60)
+    conn.request("GET", "/resource_providers", headers={"Accept": "text/plain"})
+    refused = conn.getresponse()
+    assert refused.status == 406
+    assert refused.getheader("content-type", "").startswith("text/plain")
+    assert b"Only application/json is provided" in refused.read()
+    conn.close()
     for accept in ("application/json", "*/*", "text/html, application/*;q=0.5"):
         assert client.call("GET", "/resource_providers",
                            headers={"Accept": accept}).status == 200, accept
-    assert client.call("GET", "/resource_providers",
-                       headers={"Accept": "application/json;q=0"}).status == 406
+    conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=60)
+    conn.request("GET", "/resource_providers", headers={"Accept": "application/json;q=0"})
+    assert conn.getresponse().status == 406
+    conn.close()
     not_json = client.call("POST", "/resource_providers", b'{"name": "x"}',
                            headers={"Content-Type": "text/plain"})
     assert not_json.status == 415, not_json

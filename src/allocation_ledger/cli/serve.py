@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     [--auth-config FILE] [--policy-file FILE] [--policy-defaults secure|legacy]
     [--log-level LEVEL]
     [--log-format text|json] [--no-access-log] [--stale-after SECONDS]
-    [--group-commit on|off]``."""
+    [--group-commit on|off]
+    [--cors-allowed-origin ORIGIN]... [--cors-allow-header HEADER]...``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
                         help="lines of 'TOKEN NAME ROLE' (admin or reader); required off "
@@ -55,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 3600)")
     parser.add_argument("--group-commit", default="on", choices=["on", "off"],
                         help="commands that arrive together share one append (on)")
+    parser.add_argument("--cors-allowed-origin", action="append", default=[], metavar="ORIGIN",
+                        help="allow cross-origin requests from ORIGIN ('*': any), as "
+                             "Placement's [cors] allowed_origin (repeatable; default: none)")
+    parser.add_argument("--cors-allow-header", action="append", default=[], metavar="HEADER",
+                        help="a request header cross-origin requests may send, as "
+                             "Placement's [cors] allow_headers (repeatable)")
     parser.add_argument("--no-access-log", dest="access_log", action="store_false",
                         help="no line per request (the request metrics are still kept)")
 
@@ -66,5 +73,6 @@ def run(args: argparse.Namespace) -> int:
     auth = AuthSettings(args.auth, args.auth_config, args.policy_file, args.policy_defaults)
     serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes,
           log_format=args.log_format, access_log=args.access_log,
-          stale_after=args.stale_after, auth=auth, group_commit=args.group_commit == "on")
+          stale_after=args.stale_after, auth=auth, group_commit=args.group_commit == "on",
+          cors_origins=args.cors_allowed_origin, cors_allow_headers=args.cors_allow_header)
     return 0

@@ -79,7 +79,10 @@ def _summaries(version: Version, request: CandidatesRequest,
             rc: {"capacity": r.capacity, "used": r.used} for rc, r in s.resources.items()
             if every_class or rc in asked}}
         if version >= (1, 17):
-            entry["traits"] = list(s.traits)
+            # Placement lists them by id: the standard ones (synced at start) before the
+            # custom ones (created later); the standard ones among themselves in an order
+            # that varies between its processes, by name here
+            entry["traits"] = sorted(s.traits, key=lambda t: (t.startswith("CUSTOM_"), t))
         if version >= (1, 29):
             entry["parent_provider_uuid"] = s.parent_uuid
             entry["root_provider_uuid"] = s.root_uuid

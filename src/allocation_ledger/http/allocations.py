@@ -24,6 +24,8 @@ INCOMPLETE = "00000000-0000-0000-0000-000000000000"
 MAX_INT = 2147483647
 MAX_ID = 255  # project, user and consumer type ids, as Placement's schemas bound them
 _CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$")  # Placement's incomplete_consumer ids
+_UUID_KEY = re.compile(r"^[0-9a-fA-F-]{36}$")  # Placement's schemas: a provider key (1.12)
+_CLASS_KEY = re.compile(r"^[A-Z0-9_]+$")  # and a resource class key
 #: the type of a consumer first written before 1.38, as Placement shows it from 1.38
 DEFAULT_CONSUMER_TYPE = UNKNOWN
 
@@ -32,6 +34,7 @@ def _resources(value: Any, where: str) -> dict[str, int]:
     resources = shapes.obj(value, where=where)
     if not resources:
         raise shapes.invalid(f"{where} does not have enough properties", "minProperties")
+    shapes.keys_match(resources, _CLASS_KEY, where)
     for rc in resources:
         shapes.typed(resources, rc, "integer")
         shapes.bounded(resources, rc, 1, MAX_INT)
@@ -53,10 +56,27 @@ def _by_provider(ctx: Ctx, value: Any) -> dict[str, dict[str, int]]:
             out[uuid] = _resources(entry["resources"], f"resources of {uuid}")
         return out
     allocations = shapes.obj(value, where="allocations")
+    shapes.keys_match(allocations, _UUID_KEY, "allocations")
     return {rp: _resources(shapes.obj(entry, required=("resources",),
                                       allowed=("generation",), where=rp)["resources"],
                            f"resources of {rp}")
             for rp, entry in allocations.items()}
+
+
+def _check_mappings(value: Any) -> None:
+    """Refuse ``mappings`` (1.34) as Placement's schema does: an object of request group
+    suffixes, each a non-empty list of provider UUIDs. They are not stored (Placement keeps
+    them for nothing either)."""
+    mappings = shapes.obj(value, where="mappings")
+    if not mappings:
+        raise shapes.invalid("{} does not have enough properties", "minProperties",
+                             "mappings")
+    for suffix in mappings:
+        uuids = shapes.typed(mappings, suffix, "array")
+        if not uuids:
+            raise shapes.invalid(f"[] is too short ({suffix})", "minItems", "mappings")
+        for uuid in uuids:
+            shapes.formatted_uuid({"mappings": uuid}, "mappings")
 
 
 def _required(ctx: Ctx) -> tuple[str, ...]:
@@ -72,9 +92,12 @@ def _write(ctx: Ctx, consumer_uuid: str, data: dict[str, Any], empty_ok: bool = 
     """One consumer's write for :meth:`Ledger.write_allocations` from its request body
     (``empty_ok``: empty allocations release at every version, as ``POST /allocations``
     allows; ``PUT`` allows them from 1.28)."""
-    allowed = {"project_id", "user_id", "consumer_generation", "consumer_type", "mappings"}
+    allowed = {"project_id", "user_id", "consumer_generation", "consumer_type"}
+    allowed |= {"mappings"} if ctx.at_least(1, 34) else set()
     data = shapes.obj(data, required=_required(ctx), allowed=allowed,
                       where=f"consumer {consumer_uuid}")
+    if "mappings" in data:
+        _check_mappings(data["mappings"])
     allocations = _by_provider(ctx, data["allocations"])
     if not allocations and not empty_ok and not ctx.at_least(1, 28):
         raise shapes.invalid("allocations does not have enough properties", "minProperties")

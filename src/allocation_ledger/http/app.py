@@ -32,6 +32,7 @@ from allocation_ledger.http import (
 from allocation_ledger.http.auth import Guard, Tokens
 from allocation_ledger.http.context import REQUEST_ID, Reply, Responder, endpoint, request_id_of
 from allocation_ledger.http.context import respond as _respond
+from allocation_ledger.http.cors import Cors, CorsSettings
 from allocation_ledger.http.limits import MAX_BODY
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ ROUTES: tuple[tuple[str, str, Responder, microversion.Version], ...] = (
 
 def create_app(ledger: Ledger, tokens: Guard | None = None,
                max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None,
-               policy: Policy | None = None) -> Starlette:
+               policy: Policy | None = None, cors: CorsSettings | None = None) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
     listing providers, a provider's allocations and project usages read the projections);
     request bodies of at most ``max_body`` bytes. Every request is logged on
@@ -98,7 +99,9 @@ def create_app(ledger: Ledger, tokens: Guard | None = None,
     of the ledger's store) its latency is observed there and ``GET /metrics`` serves them
     (see ``http/observe.py`` and ``http/metrics_route.py``). With a ``policy`` every
     route but the root checks Placement's rule for it (``http/policy_rules.py``; the
-    ledger's own routes ``admin_api``) against the caller ``tokens`` identifies.
+    ledger's own routes ``admin_api``) against the caller ``tokens`` identifies. With
+    ``cors``, cross-origin requests are answered as Placement's ``[cors]`` options make it
+    (``http/cors.py``).
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, _checked(policy, handler, method, path),
@@ -117,9 +120,10 @@ def create_app(ledger: Ledger, tokens: Guard | None = None,
                             metrics_route.metrics_endpoint(tokens, exposition),
                             methods=["GET"]))
     templates = observe.Templates([path for path, *_ in ROUTES] + [metrics_route.PATH])
+    middleware = [Middleware(Cors, settings=cors)] if cors is not None else []
+    middleware.append(Middleware(observe.Observed, templates=templates, requests=requests))
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
-                     middleware=[Middleware(observe.Observed, templates=templates,
-                                            requests=requests)])
+                     middleware=middleware)
 
 
 def _checked(policy: Policy | None, handler: Responder, method: str, path: str) -> Responder:
@@ -146,7 +150,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
         err = errors.HTTPError(405, f"The method {request.method} is not allowed for this "
                                     "resource.")
     return _respond(Reply(status, errors.body(err, request_id), headers), microversion.MIN,
-                    request_id)
+                    request_id, accept=request.headers.get("accept"))
 
 
 _PATHS = [(compile_path(path)[0], method) for path, method, _, _ in ROUTES]

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.application.retries import as_before
 from allocation_ledger.domain.errors import LedgerError
-from allocation_ledger.http import errors, microversion
+from allocation_ledger.http import error_pages, errors, microversion
 from allocation_ledger.http.auth import Caller, Guard
 from allocation_ledger.http.limits import MAX_BODY, read_body
 from allocation_ledger.http.microversion import Version
@@ -156,7 +156,8 @@ def endpoint(ledger: Ledger, tokens: Guard, handler: Responder,
             LOG.exception("request %s failed", request_id)
             failure = errors.HTTPError(500, f"{type(err).__name__}: {err}")
             reply = Reply(500, errors.body(failure, request_id))
-        return respond(reply, version, request_id, request.method)
+        return respond(reply, version, request_id, request.method,
+                       request.headers.get("accept"))
 
     return run
 
@@ -173,22 +174,34 @@ def _guarded(handler: Responder, ctx: Ctx) -> Reply:
         raise errors.from_ledger(err) from err
 
 
-def respond(reply: Reply, version: Version, request_id: str, method: str = "") -> Response:
+def respond(reply: Reply, version: Version, request_id: str, method: str = "",
+            accept: str | None = None) -> Response:
     """The response with Placement's headers: version served, ``Vary``, request id; from
-    1.15 a read also says ``cache-control: no-cache`` and ``last-modified`` (the time of
+    1.15 an answer that shows a resource (a read, or a write that answers with the
+    resource) also says ``cache-control: no-cache`` and ``last-modified`` (the time of
     the answer: the ledger does not keep a modification time per resource; Placement too
-    answers the current time for usages and for resources without one)."""
+    answers the current time for usages and for resources without one). An error goes to
+    a client that does not take JSON (``accept``) as a page or text
+    (:mod:`.error_pages`)."""
     headers = {
         microversion.HEADER: f"{microversion.SERVICE} {microversion.text(version)}",
         "vary": microversion.HEADER,
         REQUEST_ID: request_id,
         **reply.headers,
     }
-    if method == "GET" and reply.status == 200 and version >= (1, 15):
+    if (method in ("GET", "PUT", "POST") and reply.status in (200, 201)
+            and reply.body is not None and version >= (1, 15)):
         headers.setdefault("cache-control", "no-cache")
         headers.setdefault("last-modified", formatdate(usegmt=True))
     if reply.body is None:
         return Response(status_code=reply.status, headers=headers)
+    if reply.status >= 400 and isinstance(reply.body, dict) and "errors" in reply.body:
+        media_type = error_pages.chosen(accept)
+        if media_type != error_pages.JSON:
+            detail = str(reply.body["errors"][0]["detail"])
+            return Response(error_pages.render(reply.status, detail, media_type),
+                            status_code=reply.status, headers=headers,
+                            media_type=media_type)
     return Response(orjson.dumps(reply.body), status_code=reply.status, headers=headers,
                     media_type="application/json")
 

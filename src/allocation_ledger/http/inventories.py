@@ -126,10 +126,33 @@ def create_inventory(ctx: Ctx) -> Reply:
     return Reply(201, _one(new, rc), {"location": location})
 
 
+# os-resource-classes' standard classes in its order, which is their ids in Placement's
+# database: Placement names the classes in use in that order, custom ones (ids from 10000,
+# by creation; here by name) after them.
+_STANDARD_ORDER = (
+    "VCPU", "MEMORY_MB", "DISK_GB", "PCI_DEVICE", "SRIOV_NET_VF", "NUMA_SOCKET", "NUMA_CORE",
+    "NUMA_THREAD", "NUMA_MEMORY_MB", "IPV4_ADDRESS", "VGPU", "VGPU_DISPLAY_HEAD",
+    "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC", "PCPU",
+    "MEM_ENCRYPTION_CONTEXT", "FPGA", "PGPU", "NET_PACKET_RATE_KILOPACKET_PER_SEC",
+    "NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC", "NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC")
+
+
+def _placement_order(rc: str) -> tuple[int, str]:
+    return (_STANDARD_ORDER.index(rc) if rc in _STANDARD_ORDER else len(_STANDARD_ORDER), rc)
+
+
 def delete_inventories(ctx: Ctx) -> Reply:
-    """``DELETE .../inventories`` (1.5): remove every class."""
+    """``DELETE .../inventories`` (1.5): remove every class; refused (409) naming every
+    class still allocated, as Placement's words do."""
     view = found(ctx, ctx.params["uuid"])
-    ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, **ctx.write())
+    try:
+        ctx.ledger.set_inventories(view.provider_uuid, {}, view.generation, **ctx.write())
+    except InventoryInUse as err:
+        usages = found(ctx, view.provider_uuid).usages
+        held = sorted((rc for rc, used in usages.items() if used), key=_placement_order)
+        raise errors.HTTPError(409, f"Inventory for '{', '.join(held)}' on resource provider "
+                                    f"'{err.provider_uuid}' in use.",
+                               errors.INVENTORY_INUSE) from err
     return Reply(204)
 
 

@@ -55,7 +55,7 @@ def list_providers(ctx: Ctx) -> Reply:
     rows = (ctx.ledger.reads.providers() if wanted is None
             else ctx.ledger.reads.providers_matching(wanted))
     if "uuid" in q:
-        uuid = shapes.uuid_param(q["uuid"], "uuid")
+        uuid = shapes.query_uuid(q["uuid"], "uuid")
         rows = [r for r in rows if r.provider_uuid == uuid]
     if "name" in q:
         rows = [r for r in rows if r.name == q["name"]]
@@ -70,13 +70,21 @@ def create_provider(ctx: Ctx) -> Reply:
     allowed = {"uuid", "parent_provider_uuid"} if ctx.at_least(1, 14) else {"uuid"}
     data = shapes.obj(ctx.json(), required=("name",), allowed=allowed)
     name = shapes.text(data, "name", MAX_NAME, min_length=0) or ""
-    uuid = shapes.typed(data, "uuid", "string") or str(uuid4())
-    parent = shapes.typed(data, "parent_provider_uuid", "string", "null")
+    uuid = shapes.formatted_uuid(data, "uuid") or str(uuid4())
+    parent = shapes.formatted_uuid(data, "parent_provider_uuid", nullable=True)
+
+    def refused(reason: str) -> errors.HTTPError:  # Placement's words for its refusal
+        return errors.HTTPError(400, f'Unable to create resource provider "{name}", {uuid}: '
+                                     f"Object action create failed because: {reason}")
+
+    if parent is not None and parent == uuid:
+        raise refused("parent provider UUID cannot be same as UUID. Please set parent "
+                      "provider UUID to None if there is no parent.")
     _name_is_free(ctx, name)
     try:
         view = ctx.ledger.register_provider(uuid, name, parent_uuid=parent, **ctx.write())
     except ProviderNotFound as err:
-        raise errors.HTTPError(400, f"parent provider {parent} does not exist: {err}") from err
+        raise refused("parent provider UUID does not exist.") from err
     location = {"location": f"/resource_providers/{view.provider_uuid}"}
     if ctx.at_least(1, 20):
         return Reply(200, serialize_view(ctx, view), location)
@@ -131,7 +139,11 @@ def _name_is_free(ctx: Ctx, name: str) -> None:
 
 def delete_provider(ctx: Ctx) -> Reply:
     """``DELETE /resource_providers/{uuid}``: 204; 409 ``...inuse`` with allocations, 409
-    ``...cannot_delete_parent`` with children."""
-    view = found(ctx, ctx.params["uuid"])
+    ``...cannot_delete_parent`` with children; 404 "... found for delete" (Placement's
+    words) when there is no such provider."""
+    try:
+        view = found(ctx, ctx.params["uuid"])
+    except errors.HTTPError as err:
+        raise errors.HTTPError(404, f"{err.detail} for delete", err.code) from None
     ctx.ledger.delete_provider(view.provider_uuid, view.generation, **ctx.write())
     return Reply(204)

@@ -44,7 +44,8 @@ def is_loopback(host: str) -> bool:
 def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
           access_log: bool = True, stale_after: float = 3600.0,
-          auth: AuthSettings | None = None, group_commit: bool = True) -> None:
+          auth: AuthSettings | None = None, group_commit: bool = True,
+          cors_origins: Sequence[str] = (), cors_allow_headers: Sequence[str] = ()) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -57,12 +58,15 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     ``http/logs.py``), one access line per request at INFO unless ``access_log`` is
     false. ``auth`` chooses Keystone's way instead of the token file (see
     :class:`AuthSettings`). With ``group_commit`` the commands its threads send together
-    share appends (``application/grouping.py``)."""
+    share appends (``application/grouping.py``). With ``cors_origins``, cross-origin
+    requests from them are allowed, with the request headers ``cors_allow_headers``
+    (Placement's ``[cors]`` options, ``http/cors.py``)."""
     import uvicorn
 
     from allocation_ledger.bootstrap import open_ledger
     from allocation_ledger.http import logs
     from allocation_ledger.http.app import create_app
+    from allocation_ledger.http.cors import settings_of
     from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
     from allocation_ledger.metrics import instrument
 
@@ -75,7 +79,9 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
         read_side = getattr(ledger.read_side, "models", None)
         metrics = instrument(ledger.store, stale_after=stale_after,
                              positions=read_side.positions if read_side else None)
-        uvicorn.run(create_app(ledger, guard, max_body, metrics, policy), host=host, port=port,
+        app = create_app(ledger, guard, max_body, metrics, policy,
+                         cors=settings_of(cors_origins, cors_allow_headers))
+        uvicorn.run(app, host=host, port=port,
                     log_level=log_level, log_config=log_config, access_log=False,
                     http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)
 

@@ -18,5 +18,5 @@ only where commands ended: exactly once, across crashes and racing runners. It f
 events through the event store's subscription (LISTEN/NOTIFY on PostgreSQL), polling as a
 fallback. :class:`~.readmodels.ReadModels` is the entry point (rebuild, resume,
 follow, wait for a position); :mod:`~.queries` answers an operator's questions;
-:mod:`~.cli` is ``allocation-ledger projections`` and the scripts.
+:mod:`allocation_ledger.cli.projections` is ``allocation-ledger projections``.
 """

@@ -32,8 +32,14 @@ def position_of(recorder: Any, stream: UUID, version: int) -> int | None:
             found = c.fetchone()
         return None if found is None else int(found[0])
     if isinstance(recorder, POPOApplicationRecorder):
-        with recorder._database_lock:
-            index = recorder._stored_events_index.get(str(stream), {})
-            found_at = index.get(version)
-        return None if found_at is None else found_at + 1
+        # the in-memory store (tests, demos) keeps no index public: its notifications are
+        # read in pages, which are in memory already
+        start: int | None = None
+        while page := recorder.select_notifications(start, 1000,
+                                                    inclusive_of_start=start is None):
+            for n in page:
+                if n.originator_id == stream and n.originator_version == version:
+                    return n.id
+            start = page[-1].id
+        return None
     raise TypeError(f"no position look-up for {type(recorder).__name__}")

@@ -16,6 +16,7 @@ from allocation_ledger.application.inputs import ClaimIn, parse
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.application.views import ConsumerView
+from allocation_ledger.domain.provider import Provider
 
 PROJECT = "bench-project"
 USER = "bench-user"
@@ -93,7 +94,9 @@ def unrecorded_claimer(ledger: Ledger, host: str) -> Callable[[], object]:
         uow = UnitOfWork(ledger.store, intent("claim", None, REQUEST, cmd),
                          policy=ledger.policy, attempt=1, new_consumers=[cmd.consumer_uuid])
         claims.claim(uow, cmd)
-        ledger.store.save(*uow.changed())  # its events alone: no record
+        changed = uow.changed()
+        ledger.store.save(*changed)  # its events alone: no record
+        ledger.store.remember(p for p in changed if isinstance(p, Provider))  # as commit does
         return ConsumerView.of(cmd.consumer_uuid, uow.consumer(cmd.consumer_uuid))
 
     return claim

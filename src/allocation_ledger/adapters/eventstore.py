@@ -2,10 +2,7 @@
 
 The library provides the store (in-memory, SQLite or PostgreSQL), the unique
 (stream, version) key that enforces generations, atomic multi-stream appends, snapshots and
-the aggregate cache, through its public parts. This module chooses its settings (a store
-URL's settings only, the plain mapper), appends several aggregates' events in one transaction
-(``append``), snapshots from the aggregate in hand, reads cached aggregates under striped
-locks, and takes turns on streams (:mod:`.turns`).
+the aggregate cache. This module only chooses its settings.
 """
 
 from __future__ import annotations
@@ -134,17 +131,13 @@ class EventStore(Application[UUID]):
         processing.events.extend(events)
         for aggregate in aggregates:
             processing.aggregates[aggregate.id] = aggregate
-        # the library's public event store and cache (its ``save`` does the same through
-        # private steps); nothing to notify: the library's hook for it does nothing
-        recordings = self.events.put(events, **kwargs)
-        cache = self.repository.cache
-        if cache is not None and not self.repository.fastforward:
-            for aggregate in aggregates:
-                cache.put(aggregate.id, aggregate)
-        self._snapshot_due(processing)
+        processing.saved_kwargs.update(kwargs)
+        recordings = self._record(processing)
+        self._take_snapshots(processing)
+        self._notify(recordings)
         return recordings
 
-    def _snapshot_due(self, processing_event: ProcessingEvent[UUID]) -> None:
+    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
         """Snapshot every aggregate whose new version is a multiple of its interval: from
         the aggregate just saved when it is at that version (the library reads it back from
         the store); when the append went past that version (several events of one stream,

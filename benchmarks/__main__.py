@@ -19,7 +19,7 @@ from pathlib import Path
 
 from allocation_ledger.cli import values
 from allocation_ledger.cli.output import print_json
-from benchmarks import report, runner, settings
+from benchmarks import pictures, report, runner, settings
 
 EXAMPLES = """\
 examples:
@@ -84,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
                         help="exit 1 when a target is missed")
     parser.add_argument("--json", action="store_true",
                         help="print the results as JSON instead of a table")
+    parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                        help="also draw the figures as SVG pictures into DIR (docs/img)")
     return parser
 
 
@@ -112,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = runner.run(chosen, progress=lambda line: print(f"bench: {line}",
                                                             file=sys.stderr, flush=True))
     report.write_json(results, chosen.out)
+    if args.plot is not None:
+        command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
+        for path in pictures.draw(results, args.plot, command):
+            print(f"bench: drew {path}", file=sys.stderr, flush=True)
     if args.json:
         print_json(results)
     else:

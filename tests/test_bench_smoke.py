@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     code = main(["--quick", "--stores", "memory,sqlite", "--duration", "0.2",
                  "--writers", "1,2", "--batch-sizes", "1,10", "--small-history", "200",
                  "--grow-to", "1200", "--history-claims", "50", "--workdir", str(tmp_path),
-                 "--out", str(out)])
+                 "--out", str(out), "--plot", str(tmp_path / "img")])
 
     assert code == 0
     results = json.loads(out.read_text())
@@ -90,6 +91,12 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     assert ("sqlite", "rows a fresh store reads for its first claim") in names
     assert ("sqlite", "single claims with the chain vs without") in names
     assert all(isinstance(t["met"], bool) for t in results["targets"])
+    # --plot: the figures just measured, drawn as SVG pictures with the command as caption.
+    for name in ("bench-claims", "bench-writers", "bench-breakdown"):
+        picture = ElementTree.parse(tmp_path / "img" / f"{name}.svg").getroot()
+        assert picture.tag == "{http://www.w3.org/2000/svg}svg"
+        text = "".join(picture.itertext())
+        assert "python -m benchmarks --quick" in text and "SQLite" in text
 
 
 @pytest.mark.parametrize("options", [

@@ -23,7 +23,6 @@ dicts, cost three times as much per event to turn into Python values.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, cast
 from uuid import UUID
@@ -36,7 +35,7 @@ from eventsourcing.persistence import (
     ProgrammingError,
     StoredEvent,
 )
-from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresFactory
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 from eventsourcing.utils import Environment, EnvType, retry
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
@@ -48,6 +47,7 @@ from allocation_ledger.adapters.notifications import (
     stream_events,
 )
 from allocation_ledger.adapters.pgerrors import library_error
+from allocation_ledger.adapters.pgpool import RecentFirstPool
 from allocation_ledger.adapters.pgschema import (
     ABSENT,
     UNCHAINED,
@@ -70,41 +70,6 @@ def text_array(values: Sequence[str]) -> str:
     ) + "}"
 
 
-class RecentFirstPool(ConnectionPool[Any]):
-    """The library's connection pool, handing out the connection returned last, and the
-    one returned first once every ``rotate_every`` seconds.
-
-    psycopg's pool hands connections out oldest-returned first, so one thread making one
-    append after another goes round every connection of the pool (five, by default), and
-    each append wakes a backend that has slept through the others': measured here, an
-    append through the pool took 1.4 to 1.7 times as long, and 1.4 times the client CPU,
-    as the same append on one connection (the SQLAlchemy pool's ``pool_use_lifo``; Rails
-    and node-postgres hand out the last one too). Handed out last-first alone, the spare
-    connections would sit idle for as long as one thread's load lasts, beyond a server's
-    ``idle_session_timeout`` or a proxy's idle limit, and a burst would then be handed
-    connections closed under it (the pool pings none): so the oldest is used once every
-    ``rotate_every`` seconds, which keeps each spare in use every few tens of seconds.
-    """
-
-    #: seconds between two hand-outs of the connection returned first
-    rotate_every = 5.0
-    _rotate_at = 0.0
-
-    def _get_ready_connection(self, timeout: float | None) -> Any:
-        # under the pool's lock (psycopg_pool's _getconn_unchecked); the parent takes the
-        # oldest-returned connection and keeps the pool's count of idle ones
-        conn = super()._get_ready_connection(timeout)
-        ready = getattr(self, "_pool", None)  # psycopg_pool's deque of idle connections
-        if conn is None or not ready:
-            return conn
-        now = time.monotonic()
-        if now >= self._rotate_at:
-            self._rotate_at = now + self.rotate_every
-            return conn
-        ready.appendleft(conn)  # the oldest back where it was: the count is the same
-        return ready.pop()
-
-
 class ConninfoPostgresFactory(PostgresFactory):
     """The library's PostgreSQL factory, connecting with a whole libpq connection string.
 
@@ -113,20 +78,21 @@ class ConninfoPostgresFactory(PostgresFactory):
     ``target_session_attrs`` could reach libpq, and ``PGUSER``, ``PGHOST``, ``PGSSLMODE``
     and the other ``PG*`` variables were shadowed by the defaults filled in. Here the pool
     connects with the connection string the store URL gave (see ``config``), and libpq
-    fills in whatever it leaves out, from the ``PG*`` variables as usual. The pool is not
-    open yet when this runs, so every connection it ever makes uses it. It hands out the
-    connection returned last (:class:`RecentFirstPool`).
+    fills in whatever it leaves out, from the ``PG*`` variables as usual. The library's
+    pool, made but never opened, is replaced with one of the same settings that hands out
+    the connection returned last (``adapters/pgpool.py``).
     """
 
     def __init__(self, env: Environment | EnvType | None) -> None:
         super().__init__(env)
-        # the library makes its pool in the datastore's constructor; same class but for
-        # the order connections are handed out in, and not open yet
-        self.datastore.pool.__class__ = RecentFirstPool
+        made: Any = self.datastore.pool  # the library's, made and never opened
         conninfo = self.env.get(CONNINFO)
-        if conninfo is not None:
-            self.datastore.pool.conninfo = conninfo
-            self.datastore.pool.kwargs = {"row_factory": dict_row}
+        self.datastore.pool = RecentFirstPool(  # type: ignore[assignment]
+            made.conninfo if conninfo is None else conninfo,
+            kwargs=made.kwargs if conninfo is None else {"row_factory": dict_row},
+            configure=self.datastore.after_connect_func(), max_size=made.max_size,
+            timeout=made.timeout, max_lifetime=made.max_lifetime,
+            password=made.get_password_func)
 
 
 class OneTripApplicationRecorder(PostgresApplicationRecorder):

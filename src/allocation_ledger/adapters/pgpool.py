@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -41,7 +42,8 @@ class RecentFirstPool:
         self.idle: list[tuple[float, float, psycopg.Connection[Any]]] = []
         self.opened: dict[psycopg.Connection[Any], float] = {}  # every connection out or idle
         self.opening = 0
-        self.changed = threading.Condition()
+        self.waiting: deque[Waiter] = deque()  # callers waiting, first come first served
+        self.changed = threading.Lock()
 
     def open(self, wait: bool = False, timeout: float = 30.0) -> None:
         """Nothing: connections are opened as they are asked for."""
@@ -56,7 +58,6 @@ class RecentFirstPool:
         """Close the idle connections now, and each one out when it comes back."""
         with self.changed:
             self.closed, idle, self.idle = True, self.idle, []
-            self.changed.notify_all()
         for _, _, conn in idle:
             self._drop(conn)
 
@@ -70,30 +71,38 @@ class RecentFirstPool:
             self.putconn(conn)
 
     def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
-        """The connection returned last, or a new one; waits up to ``timeout`` seconds
-        (the pool's) while ``max_size`` are out."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        """The connection returned last, or a new one; while ``max_size`` are out, the
+        next one returned or the room one closed leaves, in the order callers came
+        (psycopg_pool's), for up to ``timeout`` seconds (the pool's)."""
         stale: list[psycopg.Connection[Any]] = []
-        try:
+        with self.changed:
+            if self.closed:
+                raise psycopg.OperationalError("the connection pool is closed")
+            now = time.monotonic()
+            while self.idle and now - self.idle[0][0] > self.max_idle:
+                stale.append(self.idle.pop(0)[2])  # a spare unused for max_idle
+                del self.opened[stale[-1]]
+            conn = self.idle.pop()[2] if self.idle else None
+            room = conn is None and len(self.opened) + self.opening < self.max_size
+            if room:
+                self.opening += 1
+            elif conn is None:
+                waiter = Waiter()
+                self.waiting.append(waiter)
+        for spare in stale:
+            spare.close()
+        if conn is not None:
+            return conn
+        if not room:
+            waiter.given.wait(self.timeout if timeout is None else timeout)
             with self.changed:
-                while True:
-                    if self.closed:
-                        raise psycopg.OperationalError("the connection pool is closed")
-                    now = time.monotonic()
-                    while self.idle and now - self.idle[0][0] > self.max_idle:
-                        stale.append(self.idle.pop(0)[2])  # a spare unused for max_idle
-                    if self.idle:
-                        return self.idle.pop()[2]
-                    if len(self.opened) - len(stale) + self.opening < self.max_size:
-                        self.opening += 1
-                        break
-                    if not self.changed.wait(deadline - now):
-                        raise psycopg.OperationalError(
-                            f"no connection free within {self.timeout} s: all {self.max_size} "
-                            "are in use")
-        finally:
-            for conn in stale:
-                self._drop(conn)
+                if not waiter.given.is_set():
+                    self.waiting.remove(waiter)
+                    raise psycopg.OperationalError(
+                        f"no connection free within {self.timeout} s: all {self.max_size} "
+                        "are in use")
+            if waiter.conn is not None:
+                return waiter.conn
         return self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
@@ -106,11 +115,13 @@ class RecentFirstPool:
             except BaseException:
                 conn.close()
                 raise
-        finally:
+        except BaseException:
             with self.changed:
                 self.opening -= 1
-                self.changed.notify()
+                self._make_room()
+            raise
         with self.changed:
+            self.opening -= 1
             self.opened[conn] = time.monotonic()
         return conn
 
@@ -126,14 +137,33 @@ class RecentFirstPool:
             born = self.opened.get(conn, now)
             keep = (not self.closed and not conn.closed and status == TransactionStatus.IDLE
                     and now - born < self.max_lifetime)
-            if keep:
+            if keep and self.waiting:
+                waiter = self.waiting.popleft()
+                waiter.conn = conn
+                waiter.given.set()
+            elif keep:
                 self.idle.append((now, born, conn))
-            self.changed.notify()
         if not keep:
             self._drop(conn)
 
     def _drop(self, conn: psycopg.Connection[Any]) -> None:
         with self.changed:
-            self.opened.pop(conn, None)
-            self.changed.notify()
+            if self.opened.pop(conn, None) is not None:
+                self._make_room()
         conn.close()
+
+    def _make_room(self) -> None:
+        """A connection fewer: the first caller waiting opens one (under the lock)."""
+        if self.waiting:
+            self.opening += 1
+            self.waiting.popleft().given.set()
+
+
+class Waiter:
+    """A caller waiting for a connection: given one returned, or room to open one."""
+
+    __slots__ = ("conn", "given")
+
+    def __init__(self) -> None:
+        self.conn: psycopg.Connection[Any] | None = None
+        self.given = threading.Event()

@@ -38,12 +38,12 @@ class RecentFirstPool:
         self.max_size, self.timeout = max_size, timeout
         self.max_lifetime, self.max_idle, self.password = max_lifetime, max_idle, password
         self.closed = False
-        #: idle connections, the one returned last at the end: (returned at, opened at, conn)
-        self.idle: list[tuple[float, float, psycopg.Connection[Any]]] = []
-        self.opened: dict[psycopg.Connection[Any], float] = {}  # every connection out or idle
+        #: idle connections, the one returned last at the end, each with when it came back
+        self.idle: list[tuple[float, psycopg.Connection[Any]]] = []
+        self.opened: dict[psycopg.Connection[Any], float] = {}  # out or idle: when opened
         self.opening = 0
         self.waiting: deque[Waiter] = deque()  # callers waiting, first come first served
-        self.changed = threading.Lock()
+        self.lock = threading.Lock()
 
     def open(self, wait: bool = False, timeout: float = 30.0) -> None:
         """Nothing: connections are opened as they are asked for."""
@@ -56,9 +56,9 @@ class RecentFirstPool:
 
     def close(self) -> None:
         """Close the idle connections now, and each one out when it comes back."""
-        with self.changed:
+        with self.lock:
             self.closed, idle, self.idle = True, self.idle, []
-        for _, _, conn in idle:
+        for _, conn in idle:
             self._drop(conn)
 
     @contextmanager
@@ -72,82 +72,77 @@ class RecentFirstPool:
 
     def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
         """The connection returned last, or a new one; while ``max_size`` are out, the
-        next one returned or the room one closed leaves, in the order callers came
-        (psycopg_pool's), for up to ``timeout`` seconds (the pool's)."""
-        stale: list[psycopg.Connection[Any]] = []
-        with self.changed:
+        next one returned (or the room one closed leaves), in the order callers came, for
+        up to ``timeout`` seconds (the pool's)."""
+        with self.lock:
             if self.closed:
                 raise psycopg.OperationalError("the connection pool is closed")
-            now = time.monotonic()
-            while self.idle and now - self.idle[0][0] > self.max_idle:
-                stale.append(self.idle.pop(0)[2])  # a spare unused for max_idle
+            now, stale = time.monotonic(), []
+            while self.idle and now - self.idle[0][0] > self.max_idle:  # a spare unused
+                stale.append(self.idle.pop(0)[1])
                 del self.opened[stale[-1]]
-            conn = self.idle.pop()[2] if self.idle else None
+            conn = self.idle.pop()[1] if self.idle else None
             room = conn is None and len(self.opened) + self.opening < self.max_size
+            waiter = None if conn is not None or room else Waiter()
             if room:
                 self.opening += 1
-            elif conn is None:
-                waiter = Waiter()
+            elif waiter is not None:
                 self.waiting.append(waiter)
         for spare in stale:
             spare.close()
-        if conn is not None:
-            return conn
-        if not room:
+        if waiter is not None:
             waiter.given.wait(self.timeout if timeout is None else timeout)
-            with self.changed:
+            with self.lock:
                 if not waiter.given.is_set():
                     self.waiting.remove(waiter)
                     raise psycopg.OperationalError(
                         f"no connection free within {self.timeout} s: all {self.max_size} "
                         "are in use")
-            if waiter.conn is not None:
-                return waiter.conn
-        return self._connect()
+            conn = waiter.conn
+        return self._connect() if conn is None else conn
 
     def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection, in the room counted in ``opening``."""
         try:
             kwargs = self.kwargs if self.password is None else {
                 **self.kwargs, "password": self.password()}
-            conn: psycopg.Connection[Any] = psycopg.Connection.connect(self.conninfo, **kwargs)
+            conn = psycopg.Connection.connect(self.conninfo, **kwargs)
             try:
                 self.configure(conn)
             except BaseException:
                 conn.close()
                 raise
         except BaseException:
-            with self.changed:
+            with self.lock:
                 self.opening -= 1
                 self._make_room()
             raise
-        with self.changed:
+        with self.lock:
             self.opening -= 1
             self.opened[conn] = time.monotonic()
         return conn
 
     def putconn(self, conn: psycopg.Connection[Any]) -> None:
         """Take ``conn`` back (rolled back if a transaction was left open), or close it."""
-        status = conn.info.transaction_status
-        if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        if conn.info.transaction_status in (TransactionStatus.INTRANS,
+                                            TransactionStatus.INERROR):
             with suppress(psycopg.Error):
                 conn.rollback()
-            status = conn.info.transaction_status
         now = time.monotonic()
-        with self.changed:
-            born = self.opened.get(conn, now)
-            keep = (not self.closed and not conn.closed and status == TransactionStatus.IDLE
-                    and now - born < self.max_lifetime)
+        with self.lock:
+            keep = (not self.closed and conn.info.transaction_status == TransactionStatus.IDLE
+                    and now - self.opened.get(conn, now) < self.max_lifetime)
             if keep and self.waiting:
                 waiter = self.waiting.popleft()
                 waiter.conn = conn
                 waiter.given.set()
             elif keep:
-                self.idle.append((now, born, conn))
+                self.idle.append((now, conn))
         if not keep:
             self._drop(conn)
 
     def _drop(self, conn: psycopg.Connection[Any]) -> None:
-        with self.changed:
+        with self.lock:
             if self.opened.pop(conn, None) is not None:
                 self._make_room()
         conn.close()

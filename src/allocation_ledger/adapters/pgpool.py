@@ -10,11 +10,14 @@ thread stays on one warm backend. The spares a burst opened sink to the bottom o
 stack, and one idle for ``max_idle`` seconds is closed there, before a server's or a
 proxy's idle limit can close it under the pool. A connection is opened when none is idle
 and fewer than ``max_size`` are out; one closed, broken, left in a transaction that cannot
-be rolled back, or older than ``max_lifetime`` is not taken back.
+be rolled back, or older than ``max_lifetime`` is not taken back. A connection is opened
+by the caller that needs it, within the pool's ``timeout`` (libpq's ``connect_timeout``):
+a store that is away fails the call at once, for the library's retry.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -34,7 +37,9 @@ class RecentFirstPool:
                  configure: Callable[[psycopg.Connection[Any]], None], max_size: int,
                  timeout: float, max_lifetime: float, max_idle: float = 60.0,
                  password: Callable[[], str] | None = None) -> None:
-        self.conninfo, self.kwargs, self.configure = conninfo, kwargs, configure
+        # a new connection is bounded as a wait for one is (libpq counts whole seconds)
+        self.kwargs = {"connect_timeout": max(1, math.ceil(timeout)), **kwargs}
+        self.conninfo, self.configure = conninfo, configure
         self.max_size, self.timeout = max_size, timeout
         self.max_lifetime, self.max_idle, self.password = max_lifetime, max_idle, password
         self.closed = False

@@ -207,9 +207,9 @@ def test_the_pool_closes_spares_left_idle_and_takes_no_broken_connection_back(
     again as it was; with ``max_size`` out, a caller waits ``timeout`` and is refused."""
     with open_ledger(pg_url + "&pool_size=1&max_overflow=1") as opened:
         pool = _recorder(opened).datastore.pool
-        with pool.connection() as kept, pool.connection() as spare:  # spare returned first
-            with pytest.raises(psycopg.OperationalError, match="no connection free"):
-                pool.getconn(timeout=0.05)
+        with pool.connection() as kept, pool.connection() as spare, \
+                pytest.raises(psycopg.OperationalError, match="no connection free"):
+            pool.getconn(timeout=0.05)  # both out; then spare returned first, kept last
         pool.max_idle = 0.2
         with pool.connection() as conn:
             assert conn is kept  # the one returned last

@@ -180,13 +180,13 @@ def test_an_append_with_states_not_matching_its_events_is_refused_whole(ledger: 
 
 
 def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
-    """One thread's appends, one after another, stay on one warm backend (the library's
-    pool went round all of them, each append waking a backend that had slept), and a
-    connection taken while another is out is another backend, as before."""
+    """One thread's claims, one after another, stay on one warm backend (psycopg_pool went
+    round all of them, each claim waking a backend that had slept), and a connection taken
+    while another is out is another backend."""
     with open_ledger(pg_url + "&pool_size=4") as opened:
         pool = _recorder(opened).datastore.pool
-        pool.wait()  # all four connected, so the pool holds several to choose from
-        pool._rotate_at = time.monotonic() + 3600.0  # type: ignore[attr-defined]
+        with pool.connection(), pool.connection(), pool.connection():
+            pass  # three open, so the pool holds several to choose from
         host = str(uuid4())
         opened.register_provider(host, "h", inventories={"VCPU": {"total": 100}})
         pids: set[int] = set()
@@ -200,20 +200,28 @@ def test_the_pool_hands_out_the_connection_returned_last(pg_url: str) -> None:
             assert first.info.backend_pid != second.info.backend_pid
 
 
-def test_the_pool_still_uses_its_spare_connections_now_and_then(pg_url: str) -> None:
-    """Every so often the connection returned first is handed out, so no spare sits idle
-    for as long as one thread keeps the pool busy (a server's idle timeout would close it
-    under the pool, which pings none)."""
-    with open_ledger(pg_url + "&pool_size=4") as opened:
+def test_the_pool_closes_spares_left_idle_and_takes_no_broken_connection_back(
+        pg_url: str) -> None:
+    """A spare unused for ``max_idle`` is closed (before a server's idle limit closes it
+    under the pool); a connection closed, or left in a transaction, is not handed out
+    again as it was; with ``max_size`` out, a caller waits ``timeout`` and is refused."""
+    with open_ledger(pg_url + "&pool_size=1&max_overflow=1") as opened:
         pool = _recorder(opened).datastore.pool
-        pool.wait()
-        every = {conn.info.backend_pid for conn in list(pool._pool)}
-        assert len(every) >= 4
-        pool.rotate_every = 0.05  # type: ignore[attr-defined]
-        used: set[int] = set()
-        deadline = time.monotonic() + 10
-        while used != every and time.monotonic() < deadline:
-            with pool.connection() as conn:
-                used.add(conn.info.backend_pid)
-            time.sleep(0.01)
-        assert used == every
+        with pool.connection() as kept, pool.connection() as spare, \
+                pytest.raises(psycopg.OperationalError, match="no connection free"):
+            pool.getconn(timeout=0.05)  # both out; then spare returned first, kept last
+        pool.max_idle = 0.2
+        with pool.connection() as conn:
+            assert conn is kept  # the one returned last
+            time.sleep(0.3)  # while the spare sits unused
+        with pool.connection() as conn:
+            assert conn is kept
+        assert kept.closed is False and spare.closed is True
+        with pool.connection() as conn:
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with pool.connection() as conn:
+            conn.close()
+        with pool.connection() as fresh:
+            assert fresh is not conn and fresh.execute("SELECT 1").fetchone()

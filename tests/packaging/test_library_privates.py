@@ -249,16 +249,6 @@ REMAINING = {
     "src/allocation_ledger/adapters/sqlite.py: QueuedSQLiteApplicationRecorder._insert_events "
     "overrides the library's private _insert_events",
     "src/allocation_ledger/adapters/sqlite.py: the library's private _create_table through self",
-    # The recent-first pool: psycopg_pool hands out the connection returned longest ago and
-    # has no documented option for the most recent, and without it single PostgreSQL claims
-    # ran at 0.55-0.65x (python -m benchmarks.before_after); to be replaced by a pool class
-    # of our own.
-    "src/allocation_ledger/adapters/postgres.py: assignment to __class__",
-    "src/allocation_ledger/adapters/postgres.py: RecentFirstPool._get_ready_connection "
-    "overrides the library's private _get_ready_connection",
-    "src/allocation_ledger/adapters/postgres.py: the library's private _get_ready_connection "
-    "through super()",
-    "src/allocation_ledger/adapters/postgres.py: the library's private _pool through getattr()",
     # The event store's append through the library's save steps: an append through its
     # public repository cache alone left the benchmark's direct saves on a stale provider
     # (tests/test_bench_smoke.py); to be replaced by an append of our own.

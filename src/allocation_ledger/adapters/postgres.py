@@ -23,7 +23,7 @@ dicts, cost three times as much per event to turn into Python values.
 
 from __future__ import annotations
 
-import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, cast
 from uuid import UUID
@@ -36,8 +36,10 @@ from eventsourcing.persistence import (
     ProgrammingError,
     StoredEvent,
 )
-from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresFactory
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 from eventsourcing.utils import Environment, EnvType, retry
+from psycopg.pq import DiagnosticField, ExecStatus
+from psycopg.pq.abc import PGresult
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
@@ -48,6 +50,7 @@ from allocation_ledger.adapters.notifications import (
     stream_events,
 )
 from allocation_ledger.adapters.pgerrors import library_error
+from allocation_ledger.adapters.pgpool import RecentFirstPool
 from allocation_ledger.adapters.pgschema import (
     ABSENT,
     UNCHAINED,
@@ -70,39 +73,18 @@ def text_array(values: Sequence[str]) -> str:
     ) + "}"
 
 
-class RecentFirstPool(ConnectionPool[Any]):
-    """The library's connection pool, handing out the connection returned last, and the
-    one returned first once every ``rotate_every`` seconds.
-
-    psycopg's pool hands connections out oldest-returned first, so one thread making one
-    append after another goes round every connection of the pool (five, by default), and
-    each append wakes a backend that has slept through the others': measured here, an
-    append through the pool took 1.4 to 1.7 times as long, and 1.4 times the client CPU,
-    as the same append on one connection (the SQLAlchemy pool's ``pool_use_lifo``; Rails
-    and node-postgres hand out the last one too). Handed out last-first alone, the spare
-    connections would sit idle for as long as one thread's load lasts, beyond a server's
-    ``idle_session_timeout`` or a proxy's idle limit, and a burst would then be handed
-    connections closed under it (the pool pings none): so the oldest is used once every
-    ``rotate_every`` seconds, which keeps each spare in use every few tens of seconds.
-    """
-
-    #: seconds between two hand-outs of the connection returned first
-    rotate_every = 5.0
-    _rotate_at = 0.0
-
-    def _get_ready_connection(self, timeout: float | None) -> Any:
-        # under the pool's lock (psycopg_pool's _getconn_unchecked); the parent takes the
-        # oldest-returned connection and keeps the pool's count of idle ones
-        conn = super()._get_ready_connection(timeout)
-        ready = getattr(self, "_pool", None)  # psycopg_pool's deque of idle connections
-        if conn is None or not ready:
-            return conn
-        now = time.monotonic()
-        if now >= self._rotate_at:
-            self._rotate_at = now + self.rotate_every
-            return conn
-        ready.appendleft(conn)  # the oldest back where it was: the count is the same
-        return ready.pop()
+def _checked(result: PGresult) -> PGresult:
+    """``result``, or its error raised as psycopg's class for its SQLSTATE (a connection
+    lost has none: ``OperationalError``)."""
+    if result.status in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+        return result
+    state = (result.error_field(DiagnosticField.SQLSTATE) or b"").decode()
+    message = (result.error_message or b"the server gave no result").decode(errors="replace")
+    try:
+        error = psycopg.errors.lookup(state) if state else psycopg.OperationalError
+    except KeyError:
+        error = psycopg.DatabaseError
+    raise error(message)
 
 
 class ConninfoPostgresFactory(PostgresFactory):
@@ -113,20 +95,21 @@ class ConninfoPostgresFactory(PostgresFactory):
     ``target_session_attrs`` could reach libpq, and ``PGUSER``, ``PGHOST``, ``PGSSLMODE``
     and the other ``PG*`` variables were shadowed by the defaults filled in. Here the pool
     connects with the connection string the store URL gave (see ``config``), and libpq
-    fills in whatever it leaves out, from the ``PG*`` variables as usual. The pool is not
-    open yet when this runs, so every connection it ever makes uses it. It hands out the
-    connection returned last (:class:`RecentFirstPool`).
+    fills in whatever it leaves out, from the ``PG*`` variables as usual. The library's
+    pool, made but never opened, is replaced with one of the same settings that hands out
+    the connection returned last (``adapters/pgpool.py``).
     """
 
     def __init__(self, env: Environment | EnvType | None) -> None:
         super().__init__(env)
-        # the library makes its pool in the datastore's constructor; same class but for
-        # the order connections are handed out in, and not open yet
-        self.datastore.pool.__class__ = RecentFirstPool
+        made: Any = self.datastore.pool  # the library's, made and never opened
         conninfo = self.env.get(CONNINFO)
-        if conninfo is not None:
-            self.datastore.pool.conninfo = conninfo
-            self.datastore.pool.kwargs = {"row_factory": dict_row}
+        self.datastore.pool = RecentFirstPool(  # type: ignore[assignment]
+            made.conninfo if conninfo is None else conninfo,
+            kwargs=made.kwargs if conninfo is None else {"row_factory": dict_row},
+            configure=self.datastore.after_connect_func(), max_size=made.max_size,
+            timeout=made.timeout, max_lifetime=made.max_lifetime,
+            password=made.get_password_func)
 
 
 class OneTripApplicationRecorder(PostgresApplicationRecorder):
@@ -159,6 +142,14 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         #: statement anew on every execution, about 20 us an append)
         self._append: str | Composed = SQL(call).format(schema, function, SQL("bytea[]"))
         self._append_json: str | Composed = SQL(call).format(schema, function, SQL("json"))
+        # the JSON append as libpq prepares it ($1..$7), and the connections it is prepared on
+        numbered = call
+        for n in range(1, 8):
+            numbered = numbered.replace("%s", f"${n}", 1)
+        self._append_libpq: bytes | Composed = SQL(numbered).format(schema, function,
+                                                                    SQL("json"))
+        self._append_name = f"{self.names.schema}.{self.names.function}".encode()
+        self._prepared_on: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
         #: the store's states are JSON (no cipher, no compression: set by the event store)
         self.states_are_json = False
         self._select = SQL(
@@ -215,6 +206,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             self._append, self._append_json = (
                 s if isinstance(s, str) else s.as_string(curs)
                 for s in (self._append, self._append_json))
+            if not isinstance(self._append_libpq, bytes):
+                self._append_libpq = self._append_libpq.as_string(curs).encode()
         if chain.check_key(keyed, check, self.chain_key, f"schema {self.names.schema}",
                            audit=self.chain_audit and not create):
             self.chain_downgraded, self.chain_key = True, None  # read as stored
@@ -271,13 +264,35 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         # composite types, costs ~20 us; the pool is open: prepare() opened it through the
         # datastore when the store opened), psycopg's errors as the library's (IntegrityError)
         try:
-            with self.datastore.pool.connection() as conn, \
-                    conn.cursor(row_factory=tuple_row) as c:
+            with self.datastore.pool.connection() as conn:
                 assert conn.autocommit  # one statement, one transaction
-                c.execute(statement, params, prepare=True)
-                return [row[0] for row in c.fetchall()]
+                if statement is self._append_json:
+                    return self._call_json(conn, params)
+                with conn.cursor(row_factory=tuple_row) as c:
+                    c.execute(statement, params, prepare=True)
+                    return [row[0] for row in c.fetchall()]
         except psycopg.Error as err:
             raise library_error(err) from err
+
+    def _call_json(self, conn: psycopg.Connection[Any], params: tuple[Any, ...]) -> list[int]:
+        """The JSON append through libpq's own prepared call (psycopg's documented
+        ``pgconn``), its parameters text already but for the chain's pads, in binary:
+        psycopg's cursor, its dumpers and its rows cost about 85 us of client CPU an append
+        more (``benchmarks.before_after``: single PostgreSQL claims, claims per CPU-second)."""
+        pgconn, encoding = conn.pgconn, conn.info.encoding
+        values = [p.encode(encoding) for p in params[:5]] + list(params[5:])
+        for _ in range(2):
+            if conn not in self._prepared_on:
+                _checked(pgconn.prepare(self._append_name, cast(bytes, self._append_libpq)))
+                self._prepared_on.add(conn)
+            result = pgconn.exec_prepared(self._append_name, values,
+                                          param_formats=(0, 0, 0, 0, 0, 1, 1))
+            if result.error_field(DiagnosticField.SQLSTATE) != b"26000":
+                break
+            # gone: psycopg deallocates every prepared statement after a ROLLBACK or DROP
+            self._prepared_on.discard(conn)
+        _checked(result)
+        return [int(result.get_value(row, 0) or 0) for row in range(result.ntuples)]
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_notifications(

@@ -1,13 +1,15 @@
 """Claims over HTTP beside the in-process API, in one run.
 
     python -m benchmarks.http [--claims 2000] [--clients 1,8,32] [--stores sqlite,postgresql]
-                              [--group-commit off|on|off,on]
+                              [--group-commit off|on|off,on] [--workers 1|2|1,2]
                               [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--json]
 
 Starts ``allocation-ledger serve`` over a scratch store of each kind (a temporary SQLite
 file, a fresh PostgreSQL schema, both removed afterwards), measures claims/s with 1, 8 and
 32 concurrent HTTP clients and the same claims through the service API in-process, and
-prints each HTTP figure as a ratio of the in-process one. Needs the ``http`` extra.
+prints each HTTP figure as a ratio of the in-process one; with ``--workers 1,2`` the server
+is measured with one worker process, then with two (``serve --workers``). Needs the
+``http`` extra.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/ledger_test")
     parser.add_argument("--group-commit", default="off",
                         help="serve --group-commit settings to measure, in turn (off,on: both)")
+    parser.add_argument("--workers", default="1",
+                        help="serve --workers counts to measure, in turn (1,2: both)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     clients = [int(n) for n in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as workdir:
         figures = measure(args.stores.split(","), args.claims, clients, args.pg_url,
-                          Path(workdir), tuple(args.group_commit.split(",")))
+                          Path(workdir), tuple(args.group_commit.split(",")),
+                          tuple(int(n) for n in args.workers.split(",")))
     if args.json:
         print(json.dumps([{**asdict(f), "ratios": f.ratios()} for f in figures], indent=2))
     else:

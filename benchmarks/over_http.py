@@ -106,30 +106,42 @@ def over_http(port: int, clients: int, claims: int) -> float:
 
 
 def measure(kinds: Sequence[str], claims: int, clients: Sequence[int], postgres_url: str,
-            workdir: Path, group_commit: Sequence[str] = ("off",)) -> list[Figure]:
-    """Every figure, store by store (and with each ``serve --group-commit`` setting given:
-    the store's figure is named ``store/group-commit-on`` then)."""
+            workdir: Path, group_commit: Sequence[str] = ("off",),
+            workers: Sequence[int] = (1,)) -> list[Figure]:
+    """Every figure, store by store, with each ``serve --group-commit`` setting and each
+    ``serve --workers`` count given, in turn (the store's figure is named
+    ``store/group-commit-on`` or ``store/workers-2`` then, when more than the default
+    is measured)."""
     figures = []
     for kind in kinds:
         with scratch_store(kind, workdir, postgres_url, "http") as url:
             local = in_process(url, claims)
             server_url = url.replace(f"&{POOL}", "")  # the server's default pool: 5 + 10
             for setting in group_commit:
-                with spawned(server_url, args=["--group-commit", setting]) as port:
-                    rates = {n: over_http(port, n, claims) for n in clients}
-                name = kind if group_commit == ("off",) else f"{kind}/group-commit-{setting}"
-                figures.append(Figure(name, claims, local, rates))
+                for count in workers:
+                    args = ["--group-commit", setting, "--workers", str(count)]
+                    with spawned(server_url, args=args) as port:
+                        rates = {n: over_http(port, n, claims) for n in clients}
+                    name = kind
+                    if group_commit != ("off",):
+                        name += f"/group-commit-{setting}"
+                    if tuple(workers) != (1,):
+                        name += f"/workers-{count}"
+                    figures.append(Figure(name, claims, local, rates))
     return figures
 
 
 def report(figures: Sequence[Figure]) -> str:
     """The figures as a table."""
     clients = sorted({n for f in figures for n in f.over_http})
-    head = "store       in-process  " + "  ".join(f"HTTP x{n:<3} (ratio)" for n in clients)
+    width = max(10, *(len(f.store) for f in figures))
+    head = f"{'store':<{width}} in-process  " + "  ".join(
+        f"HTTP x{n:<3} (ratio)" for n in clients)
     lines = [head, "-" * len(head)]
     for f in figures:
         cells = "  ".join(f"{f.over_http[n]:>8,.0f} ({f.ratios()[n]:4.0%})" for n in clients)
-        lines.append(f"{f.store:<10} {f.in_process:>10,.0f}  {cells}")
-    lines.append("(group commit: serve --group-commit; its in-process figure is the same)")
+        lines.append(f"{f.store:<{width}} {f.in_process:>10,.0f}  {cells}")
+    lines.append("(group commit: serve --group-commit; workers: serve --workers; the "
+                 "in-process figure is the same for each)")
     lines.append("claims/s; ratio = HTTP claims/s / in-process claims/s (one thread)")
     return "\n".join(lines)

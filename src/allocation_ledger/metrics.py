@@ -18,12 +18,18 @@ by route template) and answers ``GET /metrics`` itself. A process that runs no c
 (``allocation-ledger metrics``, ``projections follow --metrics-port``) builds its registry
 with ``commands=False``: counters that can only read 0 there are left out rather than shown.
 
+Under ``serve --workers N`` (``PROMETHEUS_MULTIPROC_DIR`` set as the process starts,
+prometheus_client's multiprocess mode) the counters and histograms are kept in files that
+every worker writes and the scrape sums, whichever worker answers it; the gauges are read
+from the store, which the workers share.
+
 ``serve(port)`` exposes them over HTTP (``/metrics``) from a daemon thread;
 ``exposition()`` gives the text once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +137,16 @@ class LedgerMetrics:
                  commands: bool = True) -> None:
         self.registry = CollectorRegistry()
         self.commands = CommandMetrics(self.registry) if commands else None
-        self.registry.register(LedgerCollector(store, stale_after, positions))
+        gauges = LedgerCollector(store, stale_after, positions)
+        self.registry.register(gauges)
+        #: what a scrape reads: the registry, or every process's counters beside the gauges
+        self.exposed = self.registry
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            self.exposed = CollectorRegistry()
+            multiprocess.MultiProcessCollector(self.exposed)  # type: ignore[no-untyped-call]
+            self.exposed.register(gauges)
 
     def exposition(self) -> str:
         """The metrics in Prometheus' text format."""
@@ -139,13 +154,13 @@ class LedgerMetrics:
 
     def exposition_bytes(self) -> bytes:
         """The metrics in Prometheus' text format, encoded (what ``/metrics`` sends)."""
-        return generate_latest(self.registry)
+        return generate_latest(self.exposed)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on ``address:port`` from a daemon thread; the server."""
         from prometheus_client import start_http_server
 
-        server, _thread = start_http_server(port, addr=address, registry=self.registry)
+        server, _thread = start_http_server(port, addr=address, registry=self.exposed)
         return server
 
 

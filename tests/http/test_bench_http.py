@@ -20,6 +20,13 @@ def test_the_smallest_run_prints_ratios(tmp_path: Path) -> None:
     assert "HTTP x2" in report(figures)
 
 
+def test_workers_are_measured_in_turn(tmp_path: Path) -> None:
+    figures = measure(["sqlite"], 10, [2], "postgresql://unused", tmp_path, ("on",), (1, 2))
+    assert [f.store for f in figures] == ["sqlite/group-commit-on/workers-1",
+                                          "sqlite/group-commit-on/workers-2"]
+    assert "sqlite/group-commit-on/workers-2" in report(figures)
+
+
 def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
     with scratch_store("sqlite", tmp_path, "postgresql://unused", "t") as url:
         with spawned(url) as port:

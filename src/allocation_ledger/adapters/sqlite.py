@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -46,7 +45,7 @@ from eventsourcing.utils import Environment, EnvType
 
 from allocation_ledger.adapters import chain
 from allocation_ledger.adapters.notifications import events_filter, notification, stream_events
-from allocation_ledger.adapters.turns import file_turns, poll
+from allocation_ledger.adapters.turns import FileLocks, file_turns
 from allocation_ledger.domain.errors import StoreUnusable
 
 try:
@@ -160,6 +159,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         self.lock_path = None if pool.is_sqlite_memory_mode or fcntl is None else (
             os.path.realpath(pool.db_name) + LOCK_SUFFIX)
         self.where = "memory" if pool.is_sqlite_memory_mode else pool.db_name
+        self.writer_locks = None if self.lock_path is None else FileLocks(self.lock_path)
         #: writers' turns on contended streams (``adapters/turns.py``)
         self.turns = file_turns(
             None if self.lock_path is None else os.path.realpath(pool.db_name),
@@ -317,17 +317,18 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         threads queue too) and locked; closing it lets the next writer in. A writer that
         cannot get it within the store's lock timeout (its holder hung) goes ahead without
         it, and SQLite's own locking decides, as without the queue."""
-        if self.lock_path is None:
+        if self.writer_locks is None:
             yield
             return
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        timeout = self.datastore.pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT
+        fd = self.writer_locks.take(None, timeout)
+        if fd is None:
+            log.warning("%s held for %ss: appending without it", self.lock_path, timeout)
         try:
-            timeout = self.datastore.pool.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT
-            if not _lock(fd, time.monotonic() + timeout):
-                log.warning("%s held for %ss: appending without it", self.lock_path, timeout)
             yield
         finally:
-            os.close(fd)
+            if fd is not None:
+                self.writer_locks.release(fd)
 
 
 def quick_check(c: SQLiteCursor, where: str) -> None:
@@ -347,17 +348,3 @@ def quick_check(c: SQLiteCursor, where: str) -> None:
 def _columns(c: SQLiteCursor, table: str) -> list[str]:
     c.execute(f"PRAGMA table_info({table})")
     return [row[1] for row in c.fetchall()]
-
-
-def _lock(fd: int, deadline: float) -> bool:
-    """Lock ``fd`` exclusively before ``deadline``; False if it could not (see
-    :func:`~allocation_ledger.adapters.turns.poll`)."""
-
-    def locked() -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    return poll(locked, deadline)

@@ -27,8 +27,9 @@ free, so two writers never wait for each other in a circle.
   connection while it waits.
 - SQLite: an open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of a file
   beside the database (``<database>-turns.lock``), the byte chosen by the stream id; threads
-  and processes queue alike, and the kernel lets go when a process dies. Elsewhere (no OFD
-  locks) there are no turns.
+  and processes queue alike, and the kernel lets go when a process dies. A writer waits for
+  it asleep in the kernel (:class:`FileLocks`, which also holds the store's writer lock,
+  ``adapters/sqlite.py``), not polling. Elsewhere (no OFD locks) there are no turns.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ import logging
 import os
 import struct
 import threading
-import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
@@ -289,6 +291,8 @@ class AdvisoryTurns(Turns):
 # -- SQLite -----------------------------------------------------------------------------
 
 _OFD = fcntl is not None and hasattr(fcntl, "F_OFD_SETLK")
+#: What a file lock is keyed by: a byte of the file, or ``None`` for the whole file.
+Key = int | None
 
 
 def _flock(kind: int, slot: int) -> bytes:
@@ -297,50 +301,178 @@ def _flock(kind: int, slot: int) -> bytes:
     return struct.pack("hhqqi4x", kind, os.SEEK_SET, slot, 1, 0)
 
 
-def _locked(fd: int, slot: int) -> bool:
-    """Lock one byte of ``fd`` if it is free; False if another holder has it."""
+def _try_lock(fd: int, key: Key) -> bool:
+    """Lock ``key`` of ``fd``'s file if it is free; False if another holder has it."""
     try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK, slot))
-    except OSError as err:  # EAGAIN, or EACCES on some systems, for a held lock
+        if key is None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK, key))
+    except OSError as err:  # EAGAIN/EWOULDBLOCK, or EACCES on some systems, for a held lock
         if err.errno in (errno.EAGAIN, errno.EACCES):
             return False
         raise
     return True
 
 
-def poll(attempt: Callable[[], bool], deadline: float) -> bool:
-    """Call ``attempt`` until it succeeds (True) or ``deadline`` passes (False); there is no
-    timed file lock, so a wait polls every 50 us at first, then every 200 us (a blocking
-    lock hands over no faster between a few writer processes)."""
-    pause = 0.00005
-    while not attempt():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 0.0002)
-    return True
+def _wait_lock(fd: int, key: Key) -> None:
+    """Lock ``key`` of ``fd``'s file, sleeping in the kernel until it is free."""
+    if key is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _flock(fcntl.F_WRLCK, key))
+
+
+class _Waiter:
+    """A thread waiting for a lock a helper waits for: the descriptor handed over, or the
+    helper's error."""
+
+    __slots__ = ("error", "fd", "ready")
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.fd: int | None = None
+        self.error: OSError | None = None
+
+
+class FileLocks:
+    """Exclusive locks on one file, each held by an open file description of its own and
+    waited for in the kernel, with a deadline: the writer lock (the whole file, ``flock``)
+    or turns (one byte each, OFD locks). Both belong to the description, so threads of one
+    process queue for them as processes do, and the kernel lets go when a holder dies.
+
+    The kernel has no timed file lock: a lock is tried, or waited for without end. A lock
+    not free at once is waited for by a helper thread, on a description it opens itself,
+    while the caller waits for the helper no longer than its deadline. A key has at most
+    one helper in a process: the threads that want it queue on it, and the helper waits
+    again for the next of them each time it hands a lock over. A lock got for a caller
+    that gave up (its holder hung for the whole deadline) is let go by closing the
+    helper's own description, which holds nothing else; a caller that comes later joins
+    the helper still waiting rather than starting another. The helper ends when no thread
+    waits any more.
+
+    A process forked from one that holds or waits for these locks starts without them: it
+    closes its copies of the parent's descriptions (which would otherwise keep the parent's
+    locks held after the parent lets go) and has no helpers until it waits itself.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._mutex = threading.Lock()
+        self._queues: dict[Key, deque[_Waiter]] = {}  # keys with a helper, their waiters
+        self._open_fds: set[int] = set()  # every description opened here and not let go
+        _every.add(self)
+
+    def _open(self) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        with self._mutex:
+            self._open_fds.add(fd)
+        return fd
+
+    def release(self, fd: int) -> None:
+        """Let go of the lock :meth:`take` gave (close its description)."""
+        with self._mutex:
+            self._open_fds.discard(fd)
+        os.close(fd)
+
+    def take(self, key: Key, timeout: float) -> int | None:
+        """A descriptor of a description holding ``key`` (closing it lets go), or None if
+        the lock is still held by another after ``timeout`` seconds."""
+        fd = self._open()
+        try:
+            if _try_lock(fd, key):
+                return fd
+        except BaseException:
+            self.release(fd)
+            raise
+        self.release(fd)
+        if timeout <= 0:
+            return None
+        waiter = _Waiter()
+        with self._mutex:
+            queue = self._queues.get(key)
+            if queue is None:
+                queue = self._queues[key] = deque()
+                threading.Thread(target=self._help, args=(key, queue), daemon=True,
+                                 name="ledger-file-lock").start()
+            queue.append(waiter)
+        waiter.ready.wait(timeout)
+        with self._mutex:
+            if not waiter.ready.is_set():  # given up: the helper will not hand it over
+                queue.remove(waiter)
+                return None
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.fd
+
+    def _help(self, key: Key, queue: deque[_Waiter]) -> None:
+        """Wait for ``key`` for each waiter of ``queue`` in turn, until none is left."""
+        while True:
+            try:
+                fd = self._open()
+                try:
+                    _wait_lock(fd, key)
+                except BaseException:
+                    self.release(fd)
+                    raise
+            except OSError as err:
+                with self._mutex:
+                    del self._queues[key]
+                    for waiter in queue:
+                        waiter.error = err
+                        waiter.ready.set()
+                return
+            with self._mutex:
+                handed = bool(queue)
+                if handed:
+                    waiter = queue.popleft()
+                    waiter.fd = fd
+                    waiter.ready.set()
+                more = bool(queue)
+                if not more:
+                    del self._queues[key]
+            if not handed:
+                self.release(fd)  # its waiter gave up: let go at once
+            if not more:
+                return
+
+
+def _after_fork() -> None:
+    """A child process has none of its parent's helper threads and holds none of its
+    locks: it closes its copies of the parent's descriptions."""
+    for locks in list(_every):
+        for fd in locks._open_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        locks._mutex = threading.Lock()
+        locks._queues = {}
+        locks._open_fds = set()
+
+
+_every: weakref.WeakSet[FileLocks] = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class FileTurns(Turns):
-    """Turns as byte locks on a file beside the database (see the module)."""
+    """Turns as byte locks on a file beside the database (see the module), each held by a
+    description of its own (:class:`FileLocks`)."""
 
     def __init__(self, path: str, lock_timeout: float) -> None:
         self.path = path
+        self._locks = FileLocks(path)
         self._timeout = lock_timeout
         self._local = threading.local()
 
     def take(self, stream: UUID, *, wait: bool) -> bool:
-        local = self._local
+        held: dict[int, int] = getattr(self._local, "held", None) or {}
         slot = stream.int % FILE_SLOTS
-        held: set[int] = getattr(local, "slots", set())
         if slot in held:
             return True
-        fd = getattr(local, "fd", None)
-        if fd is None:
-            fd = local.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            local.slots = held
-        if poll(lambda: _locked(fd, slot), time.monotonic() + (self._timeout if wait else 0)):
-            held.add(slot)
+        fd = self._locks.take(slot, self._timeout if wait else 0)
+        if fd is not None:
+            held[slot] = fd
+            self._local.held = held
             return True
         if wait:
             log.warning("no turn on stream %s within %ss: going on without it", stream,
@@ -350,13 +482,10 @@ class FileTurns(Turns):
         return False
 
     def end(self) -> None:
-        local = self._local
-        fd = getattr(local, "fd", None)
-        if fd is None:
-            return
-        local.fd = None
-        local.slots = set()
-        os.close(fd)  # closing the description lets go of all its locks
+        held: dict[int, int] = getattr(self._local, "held", None) or {}
+        self._local.held = {}
+        for fd in held.values():
+            self._locks.release(fd)
 
 
 def file_turns(database: str | None, lock_timeout: float) -> Turns:

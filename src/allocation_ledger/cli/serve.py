@@ -12,6 +12,7 @@ HELP = "serve a Placement-compatible HTTP API over the ledger"
 EXAMPLES = """\
   allocation-ledger serve                                   # 127.0.0.1:8778, no token
   allocation-ledger serve --bind 0.0.0.0:8778 --token-file /etc/ledger/tokens
+  allocation-ledger serve --workers 2                        # one process per core
   allocation-ledger serve --log-format json 2>> /var/log/ledger.jsonl   # one object a line
   allocation-ledger serve --bind 0.0.0.0:8778 --auth keystone --auth-config placement.conf
   allocation-ledger serve --auth noauth2 --policy-defaults legacy   # Placement's test auth
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     [--auth-config FILE] [--policy-file FILE] [--policy-defaults secure|legacy]
     [--log-level LEVEL]
     [--log-format text|json] [--no-access-log] [--stale-after SECONDS]
-    [--group-commit on|off]
+    [--group-commit on|off] [--workers N]
     [--cors-allowed-origin ORIGIN]... [--cors-allow-header HEADER]...``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
@@ -56,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 3600)")
     parser.add_argument("--group-commit", default="on", choices=["on", "off"],
                         help="commands that arrive together share one append (on)")
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                        help="N server processes on the one address, each with its own "
+                             "connections to the store (1)")
     parser.add_argument("--cors-allowed-origin", action="append", default=[], metavar="ORIGIN",
                         help="allow cross-origin requests from ORIGIN ('*': any), as "
                              "Placement's [cors] allowed_origin (repeatable; default: none)")
@@ -74,5 +78,6 @@ def run(args: argparse.Namespace) -> int:
     serve(args.url, args.bind, args.token_file, args.log_level, args.max_body_bytes,
           log_format=args.log_format, access_log=args.access_log,
           stale_after=args.stale_after, auth=auth, group_commit=args.group_commit == "on",
-          cors_origins=args.cors_allowed_origin, cors_allow_headers=args.cors_allow_header)
+          cors_origins=args.cors_allowed_origin, cors_allow_headers=args.cors_allow_header,
+          workers=args.workers)
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -91,7 +91,8 @@ ROUTES: tuple[tuple[str, str, Responder, microversion.Version], ...] = (
 
 def create_app(ledger: Ledger, tokens: Guard | None = None,
                max_body: int = MAX_BODY, metrics: LedgerMetrics | None = None,
-               policy: Policy | None = None, cors: CorsSettings | None = None) -> Starlette:
+               policy: Policy | None = None, cors: CorsSettings | None = None,
+               lifespan: Any = None) -> Starlette:
     """A Placement-compatible ASGI application over ``ledger`` (opened with its read side:
     listing providers, a provider's allocations and project usages read the projections);
     request bodies of at most ``max_body`` bytes. Every request is logged on
@@ -101,7 +102,7 @@ def create_app(ledger: Ledger, tokens: Guard | None = None,
     route but the root checks Placement's rule for it (``http/policy_rules.py``; the
     ledger's own routes ``admin_api``) against the caller ``tokens`` identifies. With
     ``cors``, cross-origin requests are answered as Placement's ``[cors]`` options make it
-    (``http/cors.py``).
+    (``http/cors.py``). ``lifespan``: Starlette's, run as the server starts and stops.
     """
     tokens = tokens or Tokens(None)
     routes = [Route(path, endpoint(ledger, tokens, _checked(policy, handler, method, path),
@@ -123,7 +124,7 @@ def create_app(ledger: Ledger, tokens: Guard | None = None,
     middleware = [Middleware(Cors, settings=cors)] if cors is not None else []
     middleware.append(Middleware(observe.Observed, templates=templates, requests=requests))
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_exception},
-                     middleware=middleware)
+                     middleware=middleware, lifespan=lifespan)
 
 
 def _checked(policy: Policy | None, handler: Responder, method: str, path: str) -> Responder:

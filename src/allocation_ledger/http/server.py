@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, ClassVar
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import asdict, dataclass
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from allocation_ledger.domain.errors import InvalidRequest, LedgerError
 from allocation_ledger.http.auth import Guard, Tokens
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from allocation_ledger.application.ledger import Ledger
     from allocation_ledger.http.policy import Policy
 
 MAX_BODY = 1024 * 1024  # as http.limits.MAX_BODY (not imported: uvicorn loads lazily)
+#: How ``serve --workers N`` hands its settings to the worker processes it starts.
+SETTINGS_VARIABLE = "ALLOCATION_LEDGER_SERVE_SETTINGS"
+#: prometheus_client's multiprocess mode: where the workers keep their counters.
+METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -45,7 +54,8 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
           log_level: str = "info", max_body: int = MAX_BODY, log_format: str = "text",
           access_log: bool = True, stale_after: float = 3600.0,
           auth: AuthSettings | None = None, group_commit: bool = True,
-          cors_origins: Sequence[str] = (), cors_allow_headers: Sequence[str] = ()) -> None:
+          cors_origins: Sequence[str] = (), cors_allow_headers: Sequence[str] = (),
+          workers: int = 1) -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -60,30 +70,116 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     :class:`AuthSettings`). With ``group_commit`` the commands its threads send together
     share appends (``application/grouping.py``). With ``cors_origins``, cross-origin
     requests from them are allowed, with the request headers ``cors_allow_headers``
-    (Placement's ``[cors]`` options, ``http/cors.py``)."""
+    (Placement's ``[cors]`` options, ``http/cors.py``).
+
+    With ``workers`` above 1, that many worker processes serve the one address (see
+    :func:`serve_workers`)."""
+    host, port = parse_bind(bind)
+    settings = ServeSettings(url, host, token_file, max_body, stale_after,
+                             auth or AuthSettings(), group_commit, tuple(cors_origins),
+                             tuple(cors_allow_headers))
+    settings.auth.build(token_file, host)  # a wrong setting is one line before anything
+    check_can_listen(host, port)
+    if workers > 1:
+        serve_workers(settings, port, workers, log_level, log_format, access_log)
+        return
+    with open_app(settings) as app:
+        _run(app, host, port, log_level, log_format, access_log)
+
+
+def _run(app: Any, host: str, port: int, log_level: str, log_format: str, access_log: bool,
+         **options: Any) -> None:
     import uvicorn
 
-    from allocation_ledger.bootstrap import open_ledger
     from allocation_ledger.http import logs
+    from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level,
+                log_config=logs.config(log_level, log_format, access_log=access_log),
+                access_log=False, http=LimitedH11Protocol,
+                h11_max_incomplete_event_size=MAX_HEAD, **options)
+
+
+@contextmanager
+def open_app(settings: ServeSettings) -> Iterator[Starlette]:
+    """The application over the ledger ``settings`` name (opened here, with its read side
+    and its metrics), closed afterwards."""
+    from allocation_ledger.bootstrap import open_ledger
+
+    guard, policy = settings.auth.build(settings.token_file, settings.host)
+    with open_ledger(settings.url, read_side=True, group_commit=settings.group_commit) as ledger:
+        yield _app_over(ledger, settings, guard, policy)
+
+
+def _app_over(ledger: Ledger, settings: ServeSettings, guard: Guard, policy: Policy | None,
+              lifespan: Any = None) -> Starlette:
     from allocation_ledger.http.app import create_app
     from allocation_ledger.http.cors import settings_of
-    from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
     from allocation_ledger.metrics import instrument
 
-    host, port = parse_bind(bind)
-    auth = auth or AuthSettings()
-    guard, policy = auth.build(token_file, host)
-    log_config = logs.config(log_level, log_format, access_log=access_log)
-    check_can_listen(host, port)
-    with open_ledger(url, read_side=True, group_commit=group_commit) as ledger:
-        read_side = getattr(ledger.read_side, "models", None)
-        metrics = instrument(ledger.store, stale_after=stale_after,
-                             positions=read_side.positions if read_side else None)
-        app = create_app(ledger, guard, max_body, metrics, policy,
-                         cors=settings_of(cors_origins, cors_allow_headers))
-        uvicorn.run(app, host=host, port=port,
-                    log_level=log_level, log_config=log_config, access_log=False,
-                    http=LimitedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD)
+    read_side = getattr(ledger.read_side, "models", None)
+    metrics = instrument(ledger.store, stale_after=settings.stale_after,
+                         positions=read_side.positions if read_side else None)
+    return create_app(ledger, guard, settings.max_body, metrics, policy,
+                      cors=settings_of(settings.cors_origins, settings.cors_allow_headers),
+                      lifespan=lifespan)
+
+
+def serve_workers(settings: ServeSettings, port: int, workers: int,
+                  log_level: str, log_format: str, access_log: bool) -> None:
+    """``workers`` processes serving ``settings.host:port``, started by uvicorn's process manager
+    (its ``workers``: the socket is bound once, here, and shared; a worker that dies is
+    started again; SIGINT or SIGTERM stops them all). Each worker opens the store itself
+    (:func:`worker_app`): no connection or file handle is shared between processes, and
+    what each keeps in memory (cached providers, the candidates index) follows the store,
+    where the other workers' appends are. The store is opened once here first, so a store
+    that cannot be opened is one line before any worker starts.
+
+    ``/metrics`` counts the requests and commands of every worker (prometheus_client's
+    multiprocess mode, in a temporary directory removed at the end); the store's gauges are
+    read from the store by the worker that answers the scrape."""
+    from allocation_ledger.bootstrap import open_ledger
+
+    with open_ledger(settings.url, read_side=True):
+        pass  # tables created, migrations checked, once
+    metrics_dir = tempfile.mkdtemp(prefix="ledger-metrics-")
+    saved = {name: os.environ.get(name) for name in (SETTINGS_VARIABLE, METRICS_DIR_VARIABLE)}
+    os.environ[SETTINGS_VARIABLE] = settings.to_json()
+    os.environ[METRICS_DIR_VARIABLE] = metrics_dir  # read by each worker as it starts
+    try:
+        _run(f"{__name__}:worker_app", settings.host, port, log_level, log_format, access_log,
+             factory=True, workers=workers)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def worker_app() -> Starlette:
+    """The application of one worker process of ``serve --workers N`` (uvicorn's factory):
+    the settings its parent left in the environment, over a store this process opens, and
+    closes when uvicorn shuts it down."""
+    from allocation_ledger.bootstrap import open_ledger
+
+    settings = ServeSettings.from_json(os.environ[SETTINGS_VARIABLE])
+    guard, policy = settings.auth.build(settings.token_file, settings.host)
+    ledger = open_ledger(settings.url, read_side=True, group_commit=settings.group_commit)
+
+    @asynccontextmanager
+    async def lifespan(_: object) -> Any:
+        try:
+            yield
+        finally:
+            ledger.close()
+
+    try:
+        return _app_over(ledger, settings, guard, policy, lifespan)
+    except BaseException:
+        ledger.close()
+        raise
 
 
 @dataclass(frozen=True)
@@ -123,6 +219,33 @@ class AuthSettings:
                 raise InvalidRequest("--auth keystone needs --auth-config FILE")
             return KeystoneAuth.from_file(self.config), policy
         raise InvalidRequest(f"--auth must be local, noauth2 or keystone, not {self.mode!r}")
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What every process of ``serve`` builds its application from."""
+
+    url: str | None
+    host: str = "127.0.0.1"
+    token_file: str | None = None
+    max_body: int = MAX_BODY
+    stale_after: float = 3600.0
+    auth: AuthSettings = AuthSettings()
+    group_commit: bool = True
+    cors_origins: tuple[str, ...] = ()
+    cors_allow_headers: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        """These settings as JSON (the environment of a worker process)."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSettings:
+        """The settings :meth:`to_json` wrote."""
+        found = json.loads(text)
+        return cls(**{**found, "auth": AuthSettings(**found["auth"]),
+                      "cors_origins": tuple(found["cors_origins"]),
+                      "cors_allow_headers": tuple(found["cors_allow_headers"])})
 
 
 class CannotListen(LedgerError):

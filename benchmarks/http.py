@@ -3,6 +3,7 @@
     python -m benchmarks.http [--claims 2000] [--clients 1,8,32] [--stores sqlite,postgresql]
                               [--group-commit off|on|off,on] [--workers 1|2|1,2]
                               [--pg-url postgresql://postgres@127.0.0.1:5432/ledger_test] [--json]
+                              [--plot DIR]
 
 Starts ``allocation-ledger serve`` over a scratch store of each kind (a temporary SQLite
 file, a fresh PostgreSQL schema, both removed afterwards), measures claims/s with 1, 8 and
@@ -21,6 +22,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks import pictures
 from benchmarks.over_http import measure, report
 
 
@@ -36,6 +38,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", default="1",
                         help="serve --workers counts to measure, in turn (1,2: both)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                        help="also draw the figures as an SVG picture into DIR (docs/img)")
     args = parser.parse_args(argv)
     clients = [int(n) for n in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as workdir:
@@ -46,6 +50,10 @@ def main(argv: list[str]) -> int:
         print(json.dumps([{**asdict(f), "ratios": f.ratios()} for f in figures], indent=2))
     else:
         print(report(figures))
+    if args.plot is not None:
+        drawn = pictures.http(figures, args.plot,
+                              " ".join(["python -m benchmarks.http", *argv]))
+        print(f"drew {drawn}", file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,10 @@
-"""The pictures of ``python -m benchmarks --plot DIR``, drawn from the results it has just
-measured (the same dictionary it writes as JSON), so that each picture in ``docs/img/`` is
-the output of the command in its caption."""
+"""The pictures of ``python -m benchmarks --plot DIR`` and ``python -m benchmarks.http --plot
+DIR``, drawn from the figures the run has just measured, so that each picture in
+``docs/img/`` is the output of the command in its caption."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,16 @@ def _rates(result: dict[str, Any]) -> dict[str, float]:
     for n in sorted((k for k in batches if k.isdigit()), key=int):
         found[f"{n} per append"] = batches[n]["rate"]
     return found
+
+
+def http(figures: Sequence[Any], folder: Path, command: str) -> Path:
+    """``python -m benchmarks.http --plot DIR``: claims/s in-process and over HTTP by
+    number of clients, one series per store and server setting."""
+    clients = sorted({n for f in figures for n in f.over_http})
+    return plots.bars(
+        folder / "bench-http.svg", title="Claims per second over HTTP beside in-process",
+        ylabel="claims per second",
+        categories=["in-process", *(f"{n} client{'s' * (n > 1)}" for n in clients)],
+        series={f.store: [f.in_process, *(f.over_http.get(n, 0.0) for n in clients)]
+                for f in figures},
+        caption=command)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.http.server import spawned
@@ -38,13 +39,18 @@ def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
                 {"VCPU": 5}, {"VCPU": 5}]
 
 
-def test_the_module_runs_from_the_repository_root() -> None:
+def test_the_module_runs_from_the_repository_root(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "benchmarks.http", "--claims", "10",
-                           "--clients", "1", "--stores", "sqlite", "--json"],
+                           "--clients", "1", "--stores", "sqlite", "--json",
+                           "--plot", str(tmp_path)],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert '"ratios"' in done.stdout
+    # --plot: the same figures as an SVG picture, captioned with the command.
+    picture = ElementTree.parse(tmp_path / "bench-http.svg").getroot()
+    assert picture.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "python -m benchmarks.http --claims 10" in "".join(picture.itertext())
 
 
 def test_a_figure_divides_by_the_in_process_rate() -> None:

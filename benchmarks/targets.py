@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,17 @@ from benchmarks.over_http import over_http
 from benchmarks.scratch import POOL, scratch_store
 from benchmarks.settings import Settings
 from benchmarks.stats import Sample, combine, run_for, run_together
-from benchmarks.workload import a_host, claim_new, claimer, shared_claimer
+from benchmarks.workload import (
+    FLAVOUR,
+    PROJECT,
+    REQUEST,
+    USER,
+    a_host,
+    claim_new,
+    claimer,
+    new_id,
+    shared_claimer,
+)
 from benchmarks.writers import FLOOR, SHARED, run_writers
 
 Progress = Callable[[str], None]
@@ -267,14 +278,29 @@ def _round_robin(ledger: Ledger, hosts: list[str]) -> Callable[[], object]:
     return lambda: claim_new(ledger, next(turn))
 
 
+def many_hosts(ledger: Ledger, count: int, batch: int = 500) -> list[str]:
+    """``count`` new hosts, each claimed on once: registered by 16 threads at once (group
+    commit), claimed on by batches of ``batch`` claims, one append each."""
+    ledger.commits, was = GroupCommit(ledger.store, ledger.policy), ledger.commits
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            hosts = list(pool.map(lambda _: a_host(ledger), range(count), chunksize=64))
+    finally:
+        ledger.commits = was
+    for start in range(0, count, batch):
+        ledger.write_allocations(
+            [{"consumer_uuid": new_id(), "allocations": {host: dict(FLAVOUR)},
+              "expected_generation": None, "project_id": PROJECT, "user_id": USER}
+             for host in hosts[start:start + batch]], request=REQUEST)
+    return hosts
+
+
 def scale(url: str, settings: Settings) -> dict[str, Any]:
     """T5: claims on ``scale_hosts`` hosts, each met once before, beside claims on 10."""
     piece = settings.duration / ROUNDS
     with open_ledger(url) as ledger, Meter(url) as meter:
-        few = [a_host(ledger) for _ in range(10)]
-        many = [a_host(ledger) for _ in range(settings.scale_hosts)]
-        for host in few + many:
-            claim_new(ledger, host)
+        few = many_hosts(ledger, 10)
+        many = many_hosts(ledger, settings.scale_hosts)
         on_many, on_few = _round_robin(ledger, many), _round_robin(ledger, few)
         spread, ten = alternating(meter, [lambda: run_for(on_many, piece).count,
                                           lambda: run_for(on_few, piece).count])

@@ -7,7 +7,9 @@ every event, the audit, and a rebuild of every projection from zero.
 Each ledger is grown by claim-and-release cycles on one host (``benchmarks/growth.py``: the
 history grows, the state does not), on SQLite in ``--workdir`` (kept and reused by the next
 run) and in a fresh PostgreSQL schema. Each replay runs in a process of its own, which
-reports its own peak resident set size (``getrusage``'s ``ru_maxrss``), wall time and CPU
+reports its own peak resident set size (``VmHWM`` of ``/proc/self/status``: the peak of its
+own memory since it started; ``getrusage``'s ``ru_maxrss`` would keep the parent's size at
+the fork through the ``exec``), wall time and CPU
 (its own and, on PostgreSQL, its backend's: ``benchmarks/cpu.py``); the audit's rate is
 also given as a ratio of the raw read-and-decode rate of the same store.
 Replay in constant memory means the peak at the largest ledger is close to the smallest's.
@@ -125,7 +127,19 @@ def _child(kind: str, url: str) -> dict[str, Any]:
             "events_per_second": round(events / seconds),
             "client_cpu_s": round(cpu.client, 3), "backend_cpu_s": round(cpu.backend, 3),
             "events_per_cpu_second": round(events / cpu.total),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(_peak_rss_kib() / 1024, 1)}
+
+
+def _peak_rss_kib() -> int:
+    """This process's peak resident set size since its ``exec`` (``VmHWM``), in KiB;
+    ``ru_maxrss`` where there is no ``/proc``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _engine(store: Any) -> Any:
@@ -153,10 +167,14 @@ class Schema:
 
 def _print(rows: list[dict[str, Any]]) -> None:
     print(f"{'store':<11}{'replay':<9}{'events':>11}{'seconds':>9}{'events/s':>10}"
-          f"{'vs read':>9}{'peak RSS MiB':>14}")
+          f"{'vs read':>9}{'per CPU-s':>11}{'vs read':>9}{'peak RSS MiB':>14}")
     for r in rows:
         print(f"{r['store']:<11}{r['kind']:<9}{r['events']:>11,}{r['seconds']:>9.1f}"
-              f"{r['events_per_second']:>10,}{r['vs_read']:>9.2f}{r['peak_rss_mib']:>14.1f}")
+              f"{r['events_per_second']:>10,}{r['vs_read']:>9.2f}"
+              f"{r['events_per_cpu_second']:>11,}{r['cpu_vs_read']:>9.2f}"
+              f"{r['peak_rss_mib']:>14.1f}")
+    print("(per CPU-s: events per second of the replay's CPU and, on PostgreSQL, its "
+          "backend's)")
 
 
 def _parser() -> argparse.ArgumentParser:

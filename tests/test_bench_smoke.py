@@ -136,6 +136,8 @@ def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
     ["--writers", "0"],
     ["--stores", "oracle"],
     ["--grow-to", "100", "--small-history", "200"],
+    ["--replay-events", "100000"],
+    ["--ratios", "some"],
 ])
 def test_bad_options_are_usage_errors(options: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_:

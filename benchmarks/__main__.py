@@ -2,12 +2,14 @@
 database.
 
     python -m benchmarks [--quick] [--stores sqlite,postgresql] [--out FILE] [--json]
+                         [--ratios with|only|skip] [--plot DIR]
 
 Run from the repository root (``python -m`` puts it on ``sys.path``). Every store is a fresh
 scratch store (a SQLite file in a temporary directory, a new schema in the PostgreSQL
 database of ``--postgres-url``), removed afterwards. Prints a table (JSON with ``--json``),
 writes JSON (default ``bench-results/bench.json``) and, with ``--check``, exits 1 when a
-target is missed; bad options exit 2.
+target is missed; bad options exit 2. The CPU ratios T1-T6 (``benchmarks/targets.py``) come
+after the other figures (``--ratios only``: alone; ``skip``: left out).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from pathlib import Path
 from allocation_ledger.cli import values
 from allocation_ledger.cli.output import print_json
 from benchmarks import pictures, report, runner, settings
+from benchmarks import targets as cpu_targets
 
 EXAMPLES = """\
 examples:
   python -m benchmarks --quick
+  python -m benchmarks --ratios only --replay-events 100000,1000000 --scale-hosts 100000
   python -m benchmarks --stores postgresql --postgres-url postgresql://postgres@127.0.0.1/ledger_test
 """
 
@@ -80,12 +84,21 @@ def parser() -> argparse.ArgumentParser:
                         help="events of the small ledger (default 1,000)")
     parser.add_argument("--history-claims", type=values.count, default=None,
                         help="claims timed on each ledger of the history figure")
+    parser.add_argument("--ratios", choices=("with", "only", "skip"), default=None,
+                        help="the CPU ratios T1-T6: with the other figures (default), "
+                             "only them, or skip them")
+    parser.add_argument("--replay-events", type=_numbers, default=None,
+                        help="T4's two ledger sizes (default 10000,100000, quick 1000,5000; "
+                             "the target's: 100000,1000000)")
+    parser.add_argument("--scale-hosts", type=values.count, default=None,
+                        help="T5's hosts (default 10,000, quick 200; the target's: 100,000)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a target is missed")
     parser.add_argument("--json", action="store_true",
                         help="print the results as JSON instead of a table")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
-                        help="also draw the figures as SVG pictures into DIR (docs/img)")
+                        help="also draw the figures as SVG pictures into DIR (docs/img): claims, "
+                             "writers, a claim's time, CPU per claim by bucket")
     return parser
 
 
@@ -97,9 +110,11 @@ def settings_of(args: argparse.Namespace) -> settings.Settings | None:
         workdir=args.workdir, duration=args.duration, writers=args.writers,
         batch_sizes=args.batch_sizes, grow_to=args.grow_to,
         small_history=args.small_history, history_claims=args.history_claims,
-        threads=args.threads,
+        threads=args.threads, ratios=args.ratios, replay_events=args.replay_events,
+        scale_hosts=args.scale_hosts,
     )
-    if chosen.duration <= 0 or chosen.grow_to < chosen.small_history:
+    if chosen.duration <= 0 or chosen.grow_to < chosen.small_history \
+            or len(chosen.replay_events) != 2:
         return None
     return chosen
 
@@ -110,20 +125,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = options.parse_args(argv)
     chosen = settings_of(args)
     if chosen is None:
-        options.error("--duration must be positive and --grow-to at least --small-history")
+        options.error("--duration must be positive, --grow-to at least --small-history and "
+                      "--replay-events two sizes")
     results = runner.run(chosen, progress=lambda line: print(f"bench: {line}",
                                                             file=sys.stderr, flush=True))
     report.write_json(results, chosen.out)
     if args.plot is not None:
         command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-        for path in pictures.draw(results, args.plot, command):
-            print(f"bench: drew {path}", file=sys.stderr, flush=True)
+        drawn = pictures.draw(results, args.plot, command) if results["stores"] else []
+        if results["ratios"]:
+            drawn.append(cpu_targets.plot(results["ratios"], args.plot, command))
+        for path in drawn:
+            if path is not None:
+                print(f"bench: drew {path}", file=sys.stderr, flush=True)
     if args.json:
         print_json(results)
     else:
         print(report.table(results))
         print(f"\nresults written to {chosen.out}")
-    missed = [t for t in results["targets"] if not t["met"]]
+    missed = [t for t in results["targets"] if not t["met"]] + [
+        t for found in results["ratios"].values() if found for t in found["targets"]
+        if not t["met"]]
     return 1 if args.check and missed else 0
 
 

@@ -7,8 +7,11 @@ every event, the audit, and a rebuild of every projection from zero.
 Each ledger is grown by claim-and-release cycles on one host (``benchmarks/growth.py``: the
 history grows, the state does not), on SQLite in ``--workdir`` (kept and reused by the next
 run) and in a fresh PostgreSQL schema. Each replay runs in a process of its own, which
-reports its own peak resident set size (``getrusage``'s ``ru_maxrss``) and wall time; the
-audit's rate is also given as a ratio of the raw read-and-decode rate of the same store.
+reports its own peak resident set size (``VmHWM`` of ``/proc/self/status``: the peak of its
+own memory since it started; ``getrusage``'s ``ru_maxrss`` would keep the parent's size at
+the fork through the ``exec``), wall time and CPU
+(its own and, on PostgreSQL, its backend's: ``benchmarks/cpu.py``); the audit's rate is
+also given as a ratio of the raw read-and-decode rate of the same store.
 Replay in constant memory means the peak at the largest ledger is close to the smallest's.
 """
 
@@ -50,12 +53,12 @@ def main() -> int:
         for store in args.stores.split(","):
             if store == "sqlite":
                 url = f"sqlite:///{workdir / f'replay-{events}.db'}"
-                _grown(url, events)
-                rows += _measure(store, url)
+                grown(url, events)
+                rows += measure(store, url)
             else:
                 with Schema(args.pg_url) as url:
-                    _grown(url, events)
-                    rows += _measure(store, url)
+                    grown(url, events)
+                    rows += measure(store, url)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -63,7 +66,7 @@ def main() -> int:
     return 0
 
 
-def _grown(url: str, events: int) -> None:
+def grown(url: str, events: int) -> None:
     """The ledger at ``url`` with at least ``events`` events."""
     with open_ledger(url) as ledger:
         if ledger_size(ledger) >= events:
@@ -74,16 +77,18 @@ def _grown(url: str, events: int) -> None:
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def _measure(store: str, url: str) -> list[dict[str, Any]]:
+def measure(store: str, url: str) -> list[dict[str, Any]]:
     """Each kind of replay in a fresh process."""
     found = []
     for kind in KINDS:
         child = [sys.executable, "-m", "benchmarks.replay_memory", "--child", kind, "--url", url]
         out = subprocess.run(child, cwd=ROOT, check=True, capture_output=True, text=True).stdout
         found.append({"store": store, **json.loads(out.strip().splitlines()[-1])})
-    read = found[0]["events_per_second"]
+    read, read_cpu = found[0]["events_per_second"], found[0]["events_per_cpu_second"]
     for row in found:
         row["vs_read"] = round(row["events_per_second"] / read, 3) if read else None
+        row["cpu_vs_read"] = (round(row["events_per_cpu_second"] / read_cpu, 3) if read_cpu
+                              else None)
     return found
 
 
@@ -94,8 +99,11 @@ def _child(kind: str, url: str) -> dict[str, Any]:
     from allocation_ledger.audit.ledger_events import notifications
     from allocation_ledger.bootstrap import open_store
     from allocation_ledger.projections.readmodels import ReadModels
+    from benchmarks.cpu import Meter
 
     store, _ = open_store(url)
+    meter = Meter(url)
+    cpu = meter.read()
     started = time.perf_counter()
     try:
         if kind == "read":
@@ -112,10 +120,26 @@ def _child(kind: str, url: str) -> dict[str, Any]:
                 events = models.rebuild().events
     finally:
         seconds = time.perf_counter() - started
+        cpu = meter.read() - cpu
+        meter.close()
         store.close()
     return {"kind": kind, "events": events, "seconds": round(seconds, 2),
             "events_per_second": round(events / seconds),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "client_cpu_s": round(cpu.client, 3), "backend_cpu_s": round(cpu.backend, 3),
+            "events_per_cpu_second": round(events / cpu.total),
+            "peak_rss_mib": round(_peak_rss_kib() / 1024, 1)}
+
+
+def _peak_rss_kib() -> int:
+    """This process's peak resident set size since its ``exec`` (``VmHWM``), in KiB;
+    ``ru_maxrss`` where there is no ``/proc``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _engine(store: Any) -> Any:
@@ -143,10 +167,14 @@ class Schema:
 
 def _print(rows: list[dict[str, Any]]) -> None:
     print(f"{'store':<11}{'replay':<9}{'events':>11}{'seconds':>9}{'events/s':>10}"
-          f"{'vs read':>9}{'peak RSS MiB':>14}")
+          f"{'vs read':>9}{'per CPU-s':>11}{'vs read':>9}{'peak RSS MiB':>14}")
     for r in rows:
         print(f"{r['store']:<11}{r['kind']:<9}{r['events']:>11,}{r['seconds']:>9.1f}"
-              f"{r['events_per_second']:>10,}{r['vs_read']:>9.2f}{r['peak_rss_mib']:>14.1f}")
+              f"{r['events_per_second']:>10,}{r['vs_read']:>9.2f}"
+              f"{r['events_per_cpu_second']:>11,}{r['cpu_vs_read']:>9.2f}"
+              f"{r['peak_rss_mib']:>14.1f}")
+    print("(per CPU-s: events per second of the replay's CPU and, on PostgreSQL, its "
+          "backend's)")
 
 
 def _parser() -> argparse.ArgumentParser:

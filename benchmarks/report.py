@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks import targets as cpu_targets
+
 TITLES = {"memory": "in-memory", "sqlite": "SQLite", "postgresql": "PostgreSQL"}
 HEADER = (f"  {'figure':<36}{'rate/s':>10}{'floor/s':>10}{'vs floor':>9}{'p50 ms':>9}"
           f"{'p95 ms':>9}{'p99 ms':>9}{'p50/floor':>10}")
@@ -30,11 +32,14 @@ def table(results: dict[str, Any]) -> str:
         lines.extend(_history(result["history"]))
         lines.extend(_breakdown(result["breakdown"]))
         lines.append("")
-    lines.append("targets:")
+    if results["targets"]:
+        lines.append("targets:")
     for t in results["targets"]:
         mark = "met   " if t["met"] else "MISSED"
         lines.append(f"  {mark} {t['store']:<11} {t['name']:<48} {t['value']:>10} "
                      f"(goal {t['goal']})")
+    if results.get("ratios"):
+        lines.extend(["", cpu_targets.table(results["ratios"])])
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ from allocation_ledger.application.grouping import GroupCommit
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bootstrap import open_ledger
 from benchmarks import history
+from benchmarks import targets as cpu_targets
 from benchmarks.breakdown import claim_breakdown
 from benchmarks.figures import figure, targets
 from benchmarks.floor import RawTable, floor_target, open_raw_table
@@ -63,13 +64,17 @@ def run(settings: Settings, progress: Progress = _quiet) -> dict[str, Any]:
     """Run the benchmark; the results as a JSON-ready dict."""
     started = datetime.now(UTC)
     stores: dict[str, Any] = {}
+    ratios: dict[str, Any] = {}
     opener = Opener()
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         workdir = settings.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
             for kind in settings.stores:
-                stores[kind] = bench_store(kind, settings, workdir, opener, progress)
+                if settings.ratios != "only":
+                    stores[kind] = bench_store(kind, settings, workdir, opener, progress)
+                if settings.ratios != "skip":
+                    ratios[kind] = cpu_targets.measure(kind, settings, workdir, progress)
         finally:
             opener.close()
     return {
@@ -77,6 +82,7 @@ def run(settings: Settings, progress: Progress = _quiet) -> dict[str, Any]:
         "stores": stores,
         "targets": [t.to_dict() for kind, result in stores.items()
                     for t in targets(kind, result)],
+        "ratios": ratios,
     }
 
 
@@ -233,6 +239,8 @@ def _meta(settings: Settings, started: datetime) -> dict[str, Any]:
             "small_history": settings.small_history, "grow_to": settings.grow_to,
             "history_claims": settings.history_claims,
             "breakdown_claims": settings.breakdown_claims,
+            "replay_events": list(settings.replay_events), "scale_hosts": settings.scale_hosts,
+            "ratios": settings.ratios,
         },
     }
 

@@ -44,6 +44,12 @@ class Settings:
     grow_to: int = 1_000_000
     history_claims: int = 600
     breakdown_claims: int = 500
+    #: ledger sizes (events) of T4's replay, smaller and larger (the target's: 100k, 1M)
+    replay_events: tuple[int, ...] = (10_000, 100_000)
+    #: hosts of T5's large cloud (the target's: 100,000)
+    scale_hosts: int = 10_000
+    #: T1-T6 ("with" the other figures, "only" them, or "skip" them)
+    ratios: str = "with"
     quick: bool = False
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -59,4 +65,4 @@ def full() -> Settings:
 def quick() -> Settings:
     """A smoke run: short samples, ledger grown to 20,000 events."""
     return Settings(duration=1.0, grow_to=20_000, history_claims=100, breakdown_claims=100,
-                    quick=True)
+                    replay_events=(1_000, 5_000), scale_hosts=200, quick=True)

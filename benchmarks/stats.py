@@ -21,6 +21,10 @@ class Sample:
     items: int = 1
     #: appends asked of the store while it was taken, refused ones too (0: not counted)
     appends: int = 0
+    #: CPU seconds the client processes and their database backends spent meanwhile
+    #: (``benchmarks/cpu.py``; 0: not measured)
+    client_cpu: float = 0.0
+    backend_cpu: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -56,7 +60,8 @@ def merge(samples: list[Sample], wall_seconds: float) -> Sample:
     """Samples taken at the same time by several writers, as one (rate over the wall time)."""
     latencies = tuple(x for s in samples for x in s.latencies)
     return Sample(sum(s.count for s in samples), wall_seconds, latencies,
-                  samples[0].items if samples else 1, sum(s.appends for s in samples))
+                  samples[0].items if samples else 1, sum(s.appends for s in samples),
+                  sum(s.client_cpu for s in samples), sum(s.backend_cpu for s in samples))
 
 
 def combine(samples: list[Sample]) -> Sample:

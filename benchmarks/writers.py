@@ -3,7 +3,8 @@
 Each writer is a fresh process with its own connections: it prepares (opens the store,
 registers its own host, warms up), waits at a barrier with the others, then works for the
 same number of seconds. Their samples merge into one: the rate is every writer's operations
-over the wall time from the first start to the last finish.
+over the wall time from the first start to the last finish, the CPU every writer's own and
+(on PostgreSQL) its backends' over the seconds it worked (``benchmarks/cpu.py``).
 
 A writer either claims (role ``claims``: a new instance on its own host per operation, as
 a scheduler spreading instances over hosts would; role ``shared``: a new instance on one of
@@ -24,6 +25,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
+from benchmarks.cpu import Meter
 from benchmarks.stats import Sample, merge, run_for
 
 WARMUP = 20
@@ -68,15 +70,20 @@ def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
     try:
         appends = [0]
         operation, close = _operation(role, target, hosts, appends)
+        meter = Meter(target)
         try:
             for _ in range(WARMUP):
                 operation()
             barrier.wait(TIMEOUT)
             appends[0] = 0
+            before = meter.read()
             start = time.perf_counter()
             sample = run_for(operation, duration)
-            results.put(("ok", start, replace(sample, appends=appends[0])))
+            cpu = meter.read() - before
+            results.put(("ok", start, replace(sample, appends=appends[0], client_cpu=cpu.client,
+                                              backend_cpu=cpu.backend)))
         finally:
+            meter.close()
             close()
     except BaseException:
         barrier.abort()

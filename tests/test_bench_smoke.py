@@ -40,11 +40,12 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
     code = main(["--quick", "--stores", "memory,sqlite", "--duration", "0.2",
                  "--writers", "1,2", "--batch-sizes", "1,10", "--small-history", "200",
                  "--grow-to", "1200", "--history-claims", "50", "--workdir", str(tmp_path),
-                 "--out", str(out), "--plot", str(tmp_path / "img")])
+                 "--out", str(out), "--ratios", "skip", "--plot", str(tmp_path / "img")])
 
     assert code == 0
     results = json.loads(out.read_text())
-    assert set(results) == {"meta", "stores", "targets"}
+    assert set(results) == {"meta", "stores", "targets", "ratios"}
+    assert results["ratios"] == {}
     assert results["meta"]["settings"]["grow_to"] == 1200
     assert set(results["stores"]) == {"memory", "sqlite"}
     for kind, result in results["stores"].items():
@@ -99,11 +100,51 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert "python -m benchmarks --quick" in text and "SQLite" in text
 
 
+def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    code = main(["--quick", "--ratios", "only", "--stores", "memory,sqlite", "--duration",
+                 "0.2", "--writers", "1,2", "--replay-events", "300,600", "--scale-hosts", "20",
+                 "--workdir", str(tmp_path), "--out", str(out), "--plot", str(tmp_path)])
+
+    assert code == 0
+    results = json.loads(out.read_text())
+    assert results["stores"] == {} and results["targets"] == []
+    assert results["ratios"]["memory"] is None  # no database, nothing raw to compare with
+    found = results["ratios"]["sqlite"]
+    keys = [t["key"] for t in found["targets"]]
+    assert keys == ["T1", "T2", "T3", "T3", "T3", "T4", "T4", "T4", "T5", "T6"]
+    for t in found["targets"]:
+        assert t["store"] == "sqlite" and t["value"] > 0
+        assert t["met"] == (t["value"] <= float(t["goal"][3:]) if t["goal"].startswith("<=")
+                            else t["value"] >= float(t["goal"][3:]))
+    batching = found["batching"]
+    grouped, raw = batching["grouped"], batching["raw_rows"]
+    # SQLite runs in the client: no backend CPU; every side did work and took CPU.
+    for side in (grouped, raw, batching["single"], found["serve"]["in_process"]):
+        assert side["count"] > 0 and side["cpu_per_item"]["client_us"] > 0
+        assert side["cpu_per_item"]["backend_us"] == 0
+    assert batching["rows_per_claim"] >= 2  # the consumer's event and the host's at least
+    assert found["targets"][0]["value"] == pytest.approx(
+        grouped["cpu_per_item"]["total_us"]
+        / (batching["rows_per_claim"] * raw["cpu_per_item"]["total_us"]), rel=0.02)
+    assert found["scaling"]["writers"] == 2
+    assert found["replay"]["sizes"] == [300, 600]
+    assert found["scale"]["hosts"] == 20
+    printed = capsys.readouterr().out
+    assert "CPU ratios (T1-T6)" in printed
+    for key in ("T1", "T2", "T3", "T4", "T5", "T6"):
+        assert f"  {key}   sqlite" in printed
+    assert (tmp_path / "cpu-per-claim.svg").read_text().startswith("<?xml")
+
+
 @pytest.mark.parametrize("options", [
     ["--duration", "nan"],
     ["--writers", "0"],
     ["--stores", "oracle"],
     ["--grow-to", "100", "--small-history", "200"],
+    ["--replay-events", "100000"],
+    ["--ratios", "some"],
 ])
 def test_bad_options_are_usage_errors(options: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_:

@@ -71,29 +71,6 @@ C = TypeVar("C")
 T = TypeVar("T")
 
 
-class Reader(Protocol):
-    """What a command's outcome is read from: the unit of work that applied it, or
-    :class:`AsOf` its record."""
-
-    @property
-    def appended(self) -> int:
-        """How many events the command appended."""
-        ...
-
-    def provider(self, provider_uuid: str) -> Provider:
-        """A provider (:class:`ProviderNotFound` if absent or deleted)."""
-        ...
-
-    def consumer(self, consumer_uuid: str) -> Consumer | None:
-        """A consumer, ``None`` if never written."""
-        ...
-
-    def migration(self, migration_uuid: str) -> Migration:
-        """A migration (:class:`MigrationNotFound` if there is none)."""
-        ...
-
-
-
 #: What a lost or refused connection raises (the library's wrappers and psycopg's own).
 CONNECTION_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError,
                      psycopg.InterfaceError)
@@ -180,17 +157,14 @@ class AsOf:
         #: how many events the command appended (besides its record)
         self.appended = record.events
 
-    def _get(self, stream: UUID) -> Any:
+    def get(self, stream: UUID) -> Any:
+        """The aggregate of any stream as of this point (``None``: none yet)."""
         version = self._versions.get(str(stream))
         if version is None:
             return self._store.get(stream)
         if version == 0:  # the command created the stream: before it, there was none
             return None
         return self._store.repository.get(stream, version=version, projector_func=project)
-
-    def get(self, stream: UUID) -> Any:
-        """The aggregate of any stream as of this point (``None``: none yet)."""
-        return self._get(stream)
 
     def pinned(self, stream: UUID) -> bool:
         """True when ``stream`` is read at a version of its own (the command wrote or read
@@ -199,14 +173,14 @@ class AsOf:
 
     def provider(self, provider_uuid: str) -> Provider:
         """The provider as the command left it."""
-        found = self._get(provider_stream_id(provider_uuid))
+        found = self.get(provider_stream_id(provider_uuid))
         if not isinstance(found, Provider):
             raise ProviderNotFound(provider_uuid)
         return found
 
     def consumer(self, consumer_uuid: str) -> Consumer | None:
         """The consumer as the command left it."""
-        found = self._get(consumer_stream_id(consumer_uuid))
+        found = self.get(consumer_stream_id(consumer_uuid))
         return found if isinstance(found, Consumer) else None
 
     def migration(self, migration_uuid: str) -> Migration:
@@ -215,6 +189,11 @@ class AsOf:
         if not isinstance(found, Migration):
             raise MigrationNotFound(migration_uuid)
         return found
+
+
+#: What a command's outcome is read from: the unit of work that applied it, or the ledger
+#: as its record says it left it.
+Reader = UnitOfWork | AsOf
 
 
 def before(store: EventStore, record: Command) -> AsOf:

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from allocation_ledger.application.views import MigrationView
 
 ACTIONS = ("revert", "confirm")
-RELEASE = "release"
 
 
 @dataclass(frozen=True)

@@ -132,12 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.write_json(results, chosen.out)
     if args.plot is not None:
         command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-        drawn = pictures.draw(results, args.plot, command) if results["stores"] else []
+        drawn: list[Path | None] = [*(pictures.draw(results, args.plot, command)
+                                      if results["stores"] else [])]
         if results["ratios"]:
             drawn.append(cpu_targets.plot(results["ratios"], args.plot, command))
-        for path in drawn:
-            if path is not None:
-                print(f"bench: drew {path}", file=sys.stderr, flush=True)
+        for path in filter(None, drawn):
+            print(f"bench: drew {path}", file=sys.stderr, flush=True)
     if args.json:
         print_json(results)
     else:

@@ -86,7 +86,9 @@ def over_http(port: int, clients: int, claims: int) -> float:
             raise
         body = {"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
                 "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"}
+        conn.close()  # a connection idle at the barrier can outlive the server's keep-alive
         barrier.wait()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for _ in range(each):
             status = _call(conn, "PUT", f"/allocations/{uuid4()}", body)
             if status != 204:

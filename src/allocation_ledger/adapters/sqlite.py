@@ -28,12 +28,17 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from typing import Any
 from urllib.request import pathname2url
 from uuid import UUID
 
-from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
+from eventsourcing.persistence import (
+    ConnectionUnavailableError,
+    InterfaceError,
+    Notification,
+    StoredEvent,
+)
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
@@ -62,6 +67,9 @@ _NO_WAL_INDEX = {1544, 1288}  # SQLITE_READONLY_DIRECTORY, SQLITE_READONLY_CANTI
 _CANTOPEN = 14  # SQLite's answer when it finds a log it cannot index
 #: Prepared statements each connection keeps (Python's default).
 STATEMENT_CACHE = 128
+#: Connections open at once, and the seconds a thread waits for one (the library's pool's
+#: defaults: 5 kept and 10 more, 5 seconds).
+CONNECTIONS, CONNECTION_WAIT = 15, 5.0
 log = logging.getLogger(__name__)
 
 
@@ -71,10 +79,11 @@ class StatementCachingDatastore(SQLiteDatastore):
 
     The library opens its connections with ``cached_statements=True``, which Python reads
     as a cache of one statement: an append (``BEGIN``, the write lock, the chain's head, the
-    insert, ``COMMIT``) prepared every statement anew, about 45 us of its 230 us. Idle
-    connections are reused newest first (their caches warm); writers of this process take
-    turns, as in the library's pool; an in-memory database has one connection, used by one
-    thread at a time.
+    insert, ``COMMIT``) prepared every statement anew, about 45 us of its 230 us. As in the
+    library's pool: at most :data:`CONNECTIONS` at once (a thread waits up to
+    :data:`CONNECTION_WAIT` seconds for one), writers of this process in turn; idle ones
+    are reused newest first (their caches warm); an in-memory database has one connection,
+    used by one thread at a time.
     """
 
     def __init__(self, db_name: str, *, lock_timeout: int | None, read_only: bool) -> None:
@@ -84,11 +93,18 @@ class StatementCachingDatastore(SQLiteDatastore):
         self.read_only = read_only
         self.idle: list[SQLiteConnection] = []
         self.guard, self.writer = threading.Lock(), threading.Lock()
+        self.slots = threading.BoundedSemaphore(CONNECTIONS)
         self.wal = self.in_memory
 
     @contextmanager
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
-        with self.writer if commit or self.in_memory else nullcontext():
+        with ExitStack() as stack:
+            if commit or self.in_memory:  # writers first, as the library's pool
+                stack.enter_context(self.writer)
+            if not self.slots.acquire(timeout=CONNECTION_WAIT):
+                raise ConnectionUnavailableError(
+                    f"no SQLite connection free within {CONNECTION_WAIT}s")
+            stack.callback(self.slots.release)
             with self.guard:
                 conn = self.idle.pop() if self.idle else None
             conn = conn or self.connect()

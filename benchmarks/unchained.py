@@ -40,8 +40,8 @@ _STATES = {"bytea[]": "states",
 class UnchainedSQLiteRecorder(QueuedSQLiteApplicationRecorder):
     """The queued SQLite append, without the chain."""
 
-    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
-                       **kwargs: Any) -> Sequence[int] | None:
+    def insert_chained(self, c: SQLiteCursor,
+                       stored_events: Sequence[StoredEvent]) -> Sequence[int]:
         """The library's insert, one row at a time (no head read, no link)."""
         returning = []
         for s in stored_events:

@@ -66,22 +66,22 @@ def test_a_hung_holder_delays_an_append_by_the_lock_timeout_only(
 
 
 def test_connections_are_the_librarys_but_keep_their_statements(tmp_path: Path) -> None:
-    """The pool that replaces the library's (it prepared every statement of an append
-    anew) keeps the library's settings: the lock timeout, WAL, rows by name, autocommit."""
-    from allocation_ledger.adapters.sqlite import StatementCachingPool
+    """The connections that replace the library's (it prepared every statement of an
+    append anew) keep the library's settings: the lock timeout, WAL, rows by name,
+    autocommit; idle ones are reused."""
+    from allocation_ledger.adapters.sqlite import StatementCachingDatastore
 
     with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
         a_host(ledger, vcpu=8)
-        pool = ledger.store.recorder.datastore.pool
-        assert isinstance(pool, StatementCachingPool)
-        assert pool.lock_timeout == 30 and pool.pool_size == 5 and pool.max_overflow == 10
-        with ledger.store.recorder.datastore.transaction(commit=False) as c:
+        datastore = ledger.store.recorder.datastore
+        assert isinstance(datastore, StatementCachingDatastore)
+        assert datastore.lock_timeout == 30
+        with datastore.transaction(commit=False) as c:
             c.execute("PRAGMA journal_mode")
             assert c.fetchone()["journal_mode"] == "wal"
             c.execute("PRAGMA busy_timeout")
             assert c.fetchone()[0] == 30_000
-        connection = pool.get_connection(is_writer=False)
-        try:
-            assert connection._sqlite_conn.isolation_level is None
-        finally:
-            pool.put_connection(connection)
+        with datastore.get_connection(commit=False) as first:
+            assert first._sqlite_conn.isolation_level is None
+        with datastore.get_connection(commit=True) as again:
+            assert again is first

@@ -244,20 +244,6 @@ def names() -> tuple[set[str], set[str]]:
 #: ``Aggregate._create`` (domain/, not the adapters') is the creation hook the library's
 #: domain docs show for a named "created" event class.
 REMAINING = {
-    "src/allocation_ledger/adapters/sqlite.py: StatementCachingPool._create_connection "
-    "overrides the library's private _create_connection",
-    "src/allocation_ledger/adapters/sqlite.py: QueuedSQLiteApplicationRecorder._insert_events "
-    "overrides the library's private _insert_events",
-    "src/allocation_ledger/adapters/sqlite.py: the library's private _create_table through self",
-    # The event store's append through the library's save steps: an append through its
-    # public repository cache alone left the benchmark's direct saves on a stale provider
-    # (tests/test_bench_smoke.py); to be replaced by an append of our own.
-    "src/allocation_ledger/adapters/eventstore.py: the library's private _record through self",
-    "src/allocation_ledger/adapters/eventstore.py: the library's private _take_snapshots "
-    "through self",
-    "src/allocation_ledger/adapters/eventstore.py: the library's private _notify through self",
-    "src/allocation_ledger/adapters/eventstore.py: EventStore._take_snapshots overrides the "
-    "library's private _take_snapshots",
     # Aggregate._create is the creation hook the library's own domain examples use.
     *(f"src/allocation_ledger/domain/{m}.py: the library's private _create through self"
       for m in ("command", "consumer", "migration", "provider", "provider_name",

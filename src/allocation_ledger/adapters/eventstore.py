@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, OriginatorVersionError
 from eventsourcing.persistence import Mapper, Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType, strtobool
@@ -127,36 +127,35 @@ class EventStore(Application[UUID]):
                **kwargs: Any) -> list[Recording[UUID]]:
         """Append ``events`` (already collected from ``aggregates``) in this order, in one
         transaction, and take the snapshots due: ``save`` for several commands at once."""
-        processing: ProcessingEvent[UUID] = ProcessingEvent()
-        processing.events.extend(events)
-        for aggregate in aggregates:
-            processing.aggregates[aggregate.id] = aggregate
-        processing.saved_kwargs.update(kwargs)
-        recordings = self._record(processing)
-        self._take_snapshots(processing)
-        self._notify(recordings)
+        by_id = {aggregate.id: aggregate for aggregate in aggregates}
+        recordings = self.events.put(events, **kwargs)
+        cache = self.repository.cache
+        if cache is not None and not self.repository.fastforward:  # as the library's save
+            for stream, aggregate in by_id.items():
+                cache.put(stream, aggregate)
+        self.take_snapshots_due(events, by_id)
         return recordings
 
-    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+    def take_snapshots_due(self, events: list[Any], aggregates: dict[UUID, Aggregate]) -> None:
         """Snapshot every aggregate whose new version is a multiple of its interval: from
-        the aggregate just saved when it is at that version (the library reads it back from
-        the store); when the append went past that version (several events of one stream,
-        a group commit), from the cached aggregate the append started from, brought to
-        that version by the append's own events; else as the library does."""
-        assert self.snapshots is not None
-        for event in processing_event.events:
-            aggregate = processing_event.aggregates.get(event.originator_id)
-            if not isinstance(aggregate, Aggregate):
+        the aggregate just saved when it is at that version; when the append went past that
+        version (several events of one stream, a group commit), from the cached aggregate
+        the append started from, brought to that version by the append's own events; else
+        read back from the store (the library's ``take_snapshot``)."""
+        if self.snapshots is None:
+            return
+        for event in events:
+            aggregate = aggregates.get(event.originator_id)
+            if aggregate is None:
                 continue
             interval = self.snapshotting_intervals.get(type(aggregate))
             if interval is None or event.originator_version % interval:
                 continue
             if aggregate.version != event.originator_version:
                 aggregate = self._cached_at(event.originator_id, event.originator_version,
-                                            processing_event.events)
+                                            events)
             if aggregate is not None:
-                snapshot = type(aggregate).Snapshot.take(aggregate)
-                self.snapshots.put([snapshot])
+                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
             else:
                 self.take_snapshot(event.originator_id, event.originator_version,
                                    projector_func=project)

@@ -26,19 +26,25 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 from urllib.request import pathname2url
 from uuid import UUID
 
-from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
+from eventsourcing.persistence import (
+    ConnectionUnavailableError,
+    InterfaceError,
+    Notification,
+    StoredEvent,
+)
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteConnection,
-    SQLiteConnectionPool,
     SQLiteCursor,
+    SQLiteDatastore,
     SQLiteFactory,
 )
 from eventsourcing.utils import Environment, EnvType
@@ -61,23 +67,56 @@ _NO_WAL_INDEX = {1544, 1288}  # SQLITE_READONLY_DIRECTORY, SQLITE_READONLY_CANTI
 _CANTOPEN = 14  # SQLite's answer when it finds a log it cannot index
 #: Prepared statements each connection keeps (Python's default).
 STATEMENT_CACHE = 128
+#: Connections open at once, and the seconds a thread waits for one (the library's pool's
+#: defaults: 5 kept and 10 more, 5 seconds).
+CONNECTIONS, CONNECTION_WAIT = 15, 5.0
 log = logging.getLogger(__name__)
 
 
-class StatementCachingPool(SQLiteConnectionPool):
-    """The library's SQLite pool, whose connections keep their prepared statements.
+class StatementCachingDatastore(SQLiteDatastore):
+    """The library's SQLite datastore with connections of our own, which keep their
+    prepared statements.
 
     The library opens its connections with ``cached_statements=True``, which Python reads
     as a cache of one statement: an append (``BEGIN``, the write lock, the chain's head, the
-    insert, ``COMMIT``) prepared every statement anew, about 45 us of its 230 us. These are
-    the library's connections otherwise (its ``_create_connection``, but for the cache).
+    insert, ``COMMIT``) prepared every statement anew, about 45 us of its 230 us. As in the
+    library's pool: at most :data:`CONNECTIONS` at once (a thread waits up to
+    :data:`CONNECTION_WAIT` seconds for one), writers of this process in turn; idle ones
+    are reused newest first (their caches warm); an in-memory database has one connection,
+    used by one thread at a time.
     """
 
-    read_only = False  # set by the factory: for reads only (see connect_read_only)
+    def __init__(self, db_name: str, *, lock_timeout: int | None, read_only: bool) -> None:
+        super().__init__(db_name, lock_timeout=lock_timeout)  # its pool is never used
+        self.db_name, self.lock_timeout = db_name, lock_timeout
+        self.in_memory = self.pool.is_sqlite_memory_mode
+        self.read_only = read_only
+        self.idle: list[SQLiteConnection] = []
+        self.guard, self.writer = threading.Lock(), threading.Lock()
+        self.slots = threading.BoundedSemaphore(CONNECTIONS)
+        self.wal = self.in_memory
 
-    def _create_connection(self) -> SQLiteConnection:
+    @contextmanager
+    def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
+        with ExitStack() as stack:
+            if commit or self.in_memory:  # writers first, as the library's pool
+                stack.enter_context(self.writer)
+            if not self.slots.acquire(timeout=CONNECTION_WAIT):
+                raise ConnectionUnavailableError(
+                    f"no SQLite connection free within {CONNECTION_WAIT}s")
+            stack.callback(self.slots.release)
+            with self.guard:
+                conn = self.idle.pop() if self.idle else None
+            conn = conn or self.connect()
+            try:
+                yield conn
+            finally:
+                with self.guard:
+                    self.idle.append(conn)
+
+    def connect(self) -> SQLiteConnection:
         options: dict[str, Any] = {
-            "check_same_thread": False, "isolation_level": None,  # the library BEGINs
+            "check_same_thread": False, "isolation_level": None,  # BEGIN is explicit
             "cached_statements": STATEMENT_CACHE,
             "timeout": self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT}
         unwritable = self.read_only and not writable(self.db_name)
@@ -86,29 +125,30 @@ class StatementCachingPool(SQLiteConnectionPool):
                  sqlite3.connect(database=self.db_name, uri=True, **options))
         except (sqlite3.Error, TypeError) as e:
             raise InterfaceError(e) from e
-        if unwritable:
-            self.is_journal_mode_wal = True  # not changed by a reader who cannot write
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            mode = c.execute("PRAGMA journal_mode;").fetchone()[0]
-            if mode.lower() != "wal":
+        if not self.wal and not unwritable:  # not changed by a reader who cannot write
+            if c.execute("PRAGMA journal_mode;").fetchone()[0].lower() != "wal":
                 c.execute("PRAGMA journal_mode=WAL;")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
+            self.wal = True
         c.row_factory = sqlite3.Row
-        return SQLiteConnection(sqlite_conn=c, max_age=self.max_age)
+        return SQLiteConnection(sqlite_conn=c, max_age=None)
+
+    def close(self) -> None:
+        with self.guard:
+            idle, self.idle = self.idle, []
+        for conn in idle:
+            conn.close()
+        super().close()
 
 
 class StatementCachingSQLiteFactory(SQLiteFactory):
-    """The library's SQLite factory, with a :class:`StatementCachingPool`."""
+    """The library's SQLite factory, with a :class:`StatementCachingDatastore`."""
 
     def __init__(self, env: Environment | EnvType | None) -> None:
         super().__init__(env)
-        old = self.datastore.pool  # made, never connected: replaced with the same settings
-        self.datastore.pool = StatementCachingPool(
-            db_name=old.db_name, lock_timeout=old.lock_timeout, pool_size=old.pool_size,
-            max_overflow=old.max_overflow, pool_timeout=old.pool_timeout,
-            max_age=old.max_age, pre_ping=old.pre_ping)
-        self.datastore.pool.read_only = self.env.get(READ_ONLY) == "y"
+        old = self.datastore  # made, never connected: replaced with the same settings
+        self.datastore = StatementCachingDatastore(
+            old.pool.db_name, lock_timeout=old.pool.lock_timeout,
+            read_only=self.env.get(READ_ONLY) == "y")
 
 
 def writable(path: str) -> bool:
@@ -155,7 +195,7 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        pool = self.datastore.pool
+        pool = self.datastore.pool  # the library's settings (its connections are not used)
         self.lock_path = None if pool.is_sqlite_memory_mode or fcntl is None else (
             os.path.realpath(pool.db_name) + LOCK_SUFFIX)
         self.where = "memory" if pool.is_sqlite_memory_mode else pool.db_name
@@ -192,7 +232,8 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         key."""
         with self.datastore.transaction(commit=True) as c:
             self._refuse_unusable(c)
-            self._create_table(c)
+            for statement in self.create_table_statements:
+                c.execute(statement)
             c.execute(f"SELECT keyed, key_check FROM {self.chain_table}")
             found = c.fetchone()
             if found is None:
@@ -253,8 +294,15 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         return ("chain_hash" in _columns(c, self.events_table_name)
                 and bool(_columns(c, self.chain_table)))
 
-    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
-                       **_: Any) -> Sequence[int] | None:
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **_: Any
+    ) -> Sequence[int] | None:
+        """Append ``stored_events`` atomically, holding the writer lock."""
+        with self.writer_lock(), self.datastore.transaction(commit=True) as c:
+            return self.insert_chained(c, stored_events)
+
+    def insert_chained(self, c: SQLiteCursor,
+                       stored_events: Sequence[StoredEvent]) -> Sequence[int]:
         """Insert the events at the positions after the newest, each with its link."""
         # Take the write lock before reading the head: a read first would pin a snapshot
         # that another writer to the file (the read models) can make stale, and SQLite then
@@ -304,15 +352,8 @@ class QueuedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             rows = c.fetchall()
         return stream_events(originator_id, rows, self.convert_originator_id)
 
-    def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        """Append ``stored_events`` atomically, holding the writer lock."""
-        with self._writer_lock():
-            return super().insert_events(stored_events, **kwargs)
-
     @contextmanager
-    def _writer_lock(self) -> Iterator[None]:
+    def writer_lock(self) -> Iterator[None]:
         """The lock file, opened for this append (each open is its own lock holder, so
         threads queue too) and locked; closing it lets the next writer in. A writer that
         cannot get it within the store's lock timeout (its holder hung) goes ahead without

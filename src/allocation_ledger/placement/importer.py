@@ -325,8 +325,13 @@ def check(ledger: Ledger, data: PlacementData,
     if custom != data.custom_traits:
         found.append(f"custom traits {custom} in the ledger, {data.custom_traits} in Placement")
     usages = data.usages()
+    views = ledger.providers_many(p.uuid for p in data.providers)  # one query per thousand
     for p in data.providers:
-        found.extend(_provider_differences(ledger.provider(p.uuid), p, data, usages))
+        view = views.get(p.uuid)
+        if view is None:
+            found.append(f"provider {p.uuid}: absent from the ledger, in Placement")
+            continue
+        found.extend(_provider_differences(view, p, data, usages))
     for c in data.consumers:
         wanted = data.allocations.get(c.uuid, {})
         held = ledger.consumer(c.uuid)

@@ -2,19 +2,25 @@
 cloud and the same database kind (PostgreSQL), in one run.
 
     python -m benchmarks.candidates [--nodes 1000,10000] [--requests 40] [--smoke]
-                                    [--pg-url URL] [--placement-db placement_bench]
+                                    [--plot DIR] [--pg-url URL]
+                                    [--placement-db placement_bench]
 
 Grows one cloud (``candidates_cloud``: compute nodes of a root with ``DISK_GB`` and two NUMA
 children with ``VCPU`` / ``MEMORY_MB``, traits, aggregates, partial usage) to each size of
-``--nodes`` in turn, in both servers: the ledger in a fresh schema of ``--pg-url``'s
-database, served by ``allocation-ledger serve``; Placement 16 (``.venv-placement``, or
-``LEDGER_PLACEMENT_PYTHON``) on its own database ``--placement-db`` of the same PostgreSQL
-server, made by Placement's migrations (dropped first if it exists, and afterwards). At
-each size every query is first asked of both once (untimed; the two answers must agree:
+``--nodes`` in turn in Placement 16 (``.venv-placement``, or ``LEDGER_PLACEMENT_PYTHON``), on
+its own database ``--placement-db`` of ``--pg-url``'s PostgreSQL server, made by Placement's
+migrations (dropped first if it exists, and afterwards) and filled by rows. At each size
+that Placement database is imported into a new ledger (a fresh schema of ``--pg-url``'s
+database) by ``allocation-ledger import-placement``, as an operator starts one, so both
+servers hold literally the same cloud; the ledger is served by ``allocation-ledger serve``.
+At each size every query is first asked of both once (untimed; the two answers must agree:
 the same number of candidates, and the same candidates when the limit does not cut), then
 ``--requests`` times of each server in turn, one request at a time on a new connection.
 Prints p50/p99 per size, query and server, Placement's latency over the ledger's, and the
-ledger's growth from the smallest size to the largest. Exits 1 when the answers disagree.
+ledger's growth from the smallest size to the largest, measured at the end with every
+size's ledger still up and the sizes timed alternately (so a change of the host's load
+during the run does not pass for growth); with ``--plot DIR`` draws them
+(``benchmarks/plots.py``). Exits 1 when the answers disagree.
 """
 
 from __future__ import annotations
@@ -37,9 +43,9 @@ from typing import Any
 
 import psycopg
 
-from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.http.server import free_port, spawned
-from benchmarks.candidates_cloud import fill_ledger, fill_placement
+from benchmarks import plots
+from benchmarks.candidates_cloud import fill_placement
 from benchmarks.scratch import POOL, conninfo, postgres_schema
 from benchmarks.settings import default_postgres_url
 
@@ -54,6 +60,8 @@ QUERIES = {
                  f"&group_policy=none&limit={LIMIT}"),
 }
 SIDES = ("ledger", "placement")
+LABELS = {"ledger": "ledger serve", "placement": "Placement 16"}
+GROWTH = "growth"  # the ledger's timings with every size's server timed alternately
 
 
 class Disagreement(Exception):
@@ -88,30 +96,92 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"the answers disagree: {err}")
         return 1
     report(timings)
+    if args.plot is not None:
+        shown = ",".join(str(n) for n in sizes)
+        command = (f"python -m benchmarks.candidates --smoke --plot {args.plot}" if args.smoke
+                   else f"python -m benchmarks.candidates --nodes {shown} --requests "
+                        f"{requests} --plot {args.plot}")
+        print(f"drew {plot(timings, args.plot, command)}")
     return 0
+
+
+def plot(timings: list[Timing], folder: Path, command: str) -> Path:
+    """p50 and p99 per cloud size, query and server as grouped bars (log scale: the two
+    servers differ by an order of magnitude) in ``folder/candidates-latency.svg``."""
+    by = {(t.nodes, t.query, t.side): t for t in timings}
+    cells = [(size, query) for size in sorted({t.nodes for t in timings}) for query in QUERIES]
+    series = {f"{LABELS[side]} p{p}": [by[size, query, side].percentile(p) * 1000
+                                        for size, query in cells]
+              for side in SIDES for p in (50, 99)}
+    return plots.bars(
+        folder / "candidates-latency.svg",
+        title=f"GET /allocation_candidates at {VERSION}, limit={LIMIT}, PostgreSQL",
+        ylabel="latency, ms (log scale)",
+        categories=[f"{query}\n{size:,} nodes" for size, query in cells],
+        series=series, caption=command, log=True)
 
 
 def run(sizes: Sequence[int], requests: int, pg_url: str,
         placement_db: str) -> list[Timing]:
-    """Grow both clouds to each size in turn and time every query on both."""
+    """Grow Placement's cloud to each size in turn, import it into a new ledger, and time
+    every query on both."""
     timings: list[Timing] = []
-    with postgres_schema(pg_url, "bench_candidates") as schema, \
-            _placement(pg_url, placement_db) as (placement_port, placement_conninfo):
-        url = f"{conninfo(pg_url)}?schema={schema}&{POOL}"
-        with open_ledger(url) as ledger, spawned(url, timeout=120) as ledger_port:
-            ports = {"ledger": ledger_port, "placement": placement_port}
-            have = 0
-            for size in sizes:
-                began = time.perf_counter()
-                fill_ledger(ledger, have, size)
-                filled = time.perf_counter()
-                fill_placement(placement_conninfo, have, size)
-                print(f"{size:,} nodes: ledger filled in {filled - began:.0f} s (Python API), "
-                      f"Placement in {time.perf_counter() - filled:.0f} s (SQL)", flush=True)
-                have = size
-                for name, query in QUERIES.items():
-                    timings += _time_query(ports, size, name, query, requests)
+    with _placement(pg_url, placement_db) as (placement_port, placement_conninfo), \
+            contextlib.ExitStack() as ledgers:
+        have = 0
+        ledger_ports: dict[int, int] = {}  # each size's ledger, kept up to the end
+        for size in sizes:
+            began = time.perf_counter()
+            fill_placement(placement_conninfo, have, size)
+            have = size
+            schema = ledgers.enter_context(postgres_schema(pg_url, "bench_candidates"))
+            url = f"{conninfo(pg_url)}?schema={schema}&{POOL}"
+            filled = time.perf_counter()
+            import_placement(url, placement_conninfo)
+            imported = time.perf_counter()
+            ledger_ports[size] = ledgers.enter_context(spawned(url, timeout=600))
+            print(f"{size:,} nodes: Placement filled in {filled - began:.0f} s (SQL), "
+                  f"imported into the ledger in {imported - filled:.0f} s "
+                  f"(import-placement), ledger's serve up in "
+                  f"{time.perf_counter() - imported:.0f} s", flush=True)
+            ports = {"ledger": ledger_ports[size], "placement": placement_port}
+            for name, query in QUERIES.items():
+                timings += _time_query(ports, size, name, query, requests)
+        if len(sizes) > 1:
+            timings += _time_growth(ledger_ports, requests)
     return timings
+
+
+def _time_growth(ports: dict[int, int], requests: int) -> list[Timing]:
+    """Every size's ledger again, the sizes timed alternately (side ``growth``), so the
+    ledger's growth is measured under one load, not across a run whose load changes."""
+    found: list[Timing] = []
+    print("the ledger at every size, alternately:", flush=True)
+    for name, query in QUERIES.items():
+        latencies: dict[int, list[float]] = {size: [] for size in ports}
+        for _ in range(requests):
+            for size, port in ports.items():
+                began = time.perf_counter()
+                _ask(port, query)
+                latencies[size].append(time.perf_counter() - began)
+        for size in ports:
+            t = Timing(size, name, GROWTH, 0.0, tuple(latencies[size]), 0)
+            print(f"  {size:>7,} {name:9} ledger    p50 {t.percentile(50) * 1000:9.1f} ms  "
+                  f"p99 {t.percentile(99) * 1000:9.1f} ms", flush=True)
+            found.append(t)
+    return found
+
+
+def import_placement(url: str, placement: str) -> None:
+    """``allocation-ledger --url URL import-placement --from PLACEMENT``, as an operator
+    runs it; :class:`RuntimeError` with its output when it fails."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from allocation_ledger.cli import main; "
+         "raise SystemExit(main())", "--url", url, "--no-progress", "import-placement",
+         "--from", placement], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"import-placement exited {done.returncode}: "
+                           f"{(done.stdout + done.stderr)[-2000:]}")
 
 
 def _time_query(ports: dict[str, int], size: int, name: str, query: str,
@@ -244,11 +314,13 @@ def report(timings: list[Timing]) -> None:
     for query in QUERIES:
         ours = by[large, query, "ledger"]
         faster = by[large, query, "placement"].percentile(50) / ours.percentile(50)
-        growth = ours.percentile(50) / by[small, query, "ledger"].percentile(50)
+        alike = GROWTH if (large, query, GROWTH) in by else "ledger"
+        how = " (timed alternately)" if alike == GROWTH else ""
+        growth = by[large, query, alike].percentile(50) / by[small, query, alike].percentile(50)
         print(f"target {query}: ledger {faster:.1f}x faster than Placement at {large:,} nodes "
               f"(>= 10x: {'met' if faster >= 10 else 'missed'}); ledger p50 {growth:.2f}x "
-              f"from {small:,} to {large:,} nodes (<= 2x: "
-              f"{'met' if growth <= 2 else 'missed'})")
+              f"from {small:,} to {large:,} nodes{how} "
+              f"(<= 2x: {'met' if growth <= 2 else 'missed'})")
 
 
 def _numbers(text: str) -> list[int]:
@@ -271,6 +343,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="timed requests per query, server and size (default 40)")
     parser.add_argument("--smoke", action="store_true",
                         help="20 and 60 nodes, 5 requests: that it runs, not what it says")
+    parser.add_argument("--plot", type=Path, metavar="DIR",
+                        help="also draw p50 and p99 per size, query and server into "
+                             "DIR/candidates-latency.svg")
     parser.add_argument("--pg-url", default=default_postgres_url())
     parser.add_argument("--placement-db", default="placement_bench")
     return parser

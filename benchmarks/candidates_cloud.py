@@ -11,10 +11,9 @@ and usages:
 - usage: every third node runs an instance (8 VCPU, 16 GiB on NUMA 0, 100 GB of disk), every
   eleventh has NUMA 1's memory full.
 
-The ledger is filled through its Python API (one command per registration, trait set,
-aggregate set and claim); Placement by rows written straight into its own schema (made by
-its migrations when its server started), because 30,000 providers through its HTTP API
-take longer than the benchmark itself.
+Placement is filled by rows written straight into its own schema (made by its migrations when
+its server started), because 30,000 providers through its HTTP API take longer than the
+benchmark itself; the ledger is then started from that database by ``import-placement``.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-
-from allocation_ledger.application.ledger import Ledger
 
 NAMESPACE = uuid.UUID("5b0c1a1e-6d5c-4c59-9a53-c4ad1d5ea2a1")
 AGGREGATES = 20
@@ -89,19 +86,6 @@ def node(i: int) -> Node:
 def nodes(start: int, stop: int) -> Iterator[Node]:
     """Compute nodes ``start`` to ``stop - 1``."""
     return (node(i) for i in range(start, stop))
-
-
-def fill_ledger(ledger: Ledger, start: int, stop: int) -> None:
-    """Write nodes ``start`` to ``stop - 1`` through the ledger's Python API."""
-    for n in nodes(start, stop):
-        for p in n.providers:
-            view = ledger.register_provider(p.uuid, p.name, parent_uuid=p.parent,
-                                            inventories=p.inventories)
-            view = ledger.set_traits(p.uuid, list(p.traits), view.generation)
-            if p.aggregates:
-                ledger.set_aggregates(p.uuid, list(p.aggregates), view.generation)
-        if n.usage:
-            ledger.claim(n.consumer, n.usage, None, project_id="bench", user_id="bench")
 
 
 def fill_placement(conninfo: str, start: int, stop: int) -> None:

@@ -9,7 +9,8 @@ where CONNECTION is an oslo.db URL (``mysql+pymysql://root@127.0.0.1/db``,
 ``sqlite:////tmp/placement.db``). The schema comes from Placement's migrations
 (``sync_on_startup``), the resource classes and traits from its startup sync, and every
 row from requests to its WSGI application (no server, no network). Prints, as JSON, what
-the API itself then reports: each provider's generation, inventories and usages, each
+the API itself then reports: each provider's generation, inventories, usages, traits and
+aggregates, the custom traits, each
 consumer's allocations, generation, project, user and type. EXTRA (default 0) more
 instances, one VCPU each on hosts of their own, make an import that runs long enough to be
 interrupted.
@@ -73,6 +74,18 @@ def inventories(api: Api, rp: str, invs: dict) -> None:  # type: ignore[type-arg
         {"resource_provider_generation": gen, "inventories": invs})
 
 
+def traits(api: Api, rp: str, names: list[str]) -> None:
+    gen = api("GET", f"/resource_providers/{rp}")["generation"]
+    api("PUT", f"/resource_providers/{rp}/traits",
+        {"resource_provider_generation": gen, "traits": names})
+
+
+def aggregates(api: Api, rp: str, uuids: list[str]) -> None:
+    gen = api("GET", f"/resource_providers/{rp}")["generation"]
+    api("PUT", f"/resource_providers/{rp}/aggregates",
+        {"resource_provider_generation": gen, "aggregates": uuids})
+
+
 def allocate(api: Api, consumer: str, allocations: dict, project: str, user: str,  # type: ignore[type-arg]
              kind: str | None = "INSTANCE") -> None:
     current = api("GET", f"/allocations/{consumer}")
@@ -117,6 +130,15 @@ def fill(api: Api) -> dict[str, list[str]]:
                            "CUSTOM_GOLD": {"total": 8, "step_size": 2}})
     inventories(api, host2, {"VCPU": {"total": 8, "allocation_ratio": 0.9},
                              "MEMORY_MB": {"total": 8192, "allocation_ratio": 1.5}})
+    # traits (standard and custom; one custom trait held by nobody) and aggregates
+    # (one shared by two hosts)
+    api("PUT", "/traits/CUSTOM_RACK_A", version="1.6")
+    api("PUT", "/traits/CUSTOM_UNUSED", version="1.6")
+    traits(api, host1, ["HW_CPU_X86_AVX2", "CUSTOM_RACK_A", "COMPUTE_VOLUME_MULTI_ATTACH"])
+    traits(api, numa0, ["HW_NUMA_ROOT"])
+    az, rack = str(uuid.uuid4()), str(uuid.uuid4())
+    aggregates(api, host1, [az, rack])
+    aggregates(api, host2, [az])
     vm1, vm2, vm3, vm4, old = (str(uuid.uuid4()) for _ in range(5))
     migration = str(uuid.uuid4())
     allocate(api, vm1, {host1: {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 20},
@@ -166,7 +188,10 @@ def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-a
         usages = api("GET", f"/resource_providers/{rp}/usages")["usages"]
         providers[rp] = {"name": shown["name"], "generation": shown["generation"],
                          "parent_uuid": shown["parent_provider_uuid"],
-                         "inventories": invs, "usages": usages}
+                         "inventories": invs, "usages": usages,
+                         "traits": api("GET", f"/resource_providers/{rp}/traits")["traits"],
+                         "aggregates": api("GET", f"/resource_providers/{rp}/aggregates"
+                                           )["aggregates"]}
     consumers = {}
     for c in made["consumers"]:
         shown = api("GET", f"/allocations/{c}")
@@ -175,7 +200,8 @@ def report(api: Api, made: dict[str, list[str]]) -> dict:  # type: ignore[type-a
                         "generation": shown["consumer_generation"],
                         "project_id": shown["project_id"], "user_id": shown["user_id"],
                         "consumer_type": shown["consumer_type"]}
-    return {"providers": providers, "consumers": consumers}
+    custom = api("GET", "/traits?name=startswith:CUSTOM_", version="1.6")["traits"]
+    return {"providers": providers, "consumers": consumers, "custom_traits": custom}
 
 
 def extra(api: Api, count: int) -> None:

@@ -1,9 +1,10 @@
 """Starting a ledger from a real Placement 16 database: the schema made by Placement's own
 migrations (on MariaDB and on SQLite), filled through Placement's own API with a nested
-tree, custom classes, reserved inventory, rewritten consumers, an over-capacity host, a
-deleted consumer, a consumer without a type, and two resizes in flight made as Nova's
-``move_allocations`` makes them (one typed at 1.38, one untyped at 1.28 as Nova writes it);
-imported; every inventory, usage, allocation, owner and generation compared with what
+tree, custom classes, reserved inventory, traits (standard and custom) and aggregates,
+rewritten consumers, an over-capacity host, a deleted consumer, a consumer without a type,
+and two resizes in flight made as Nova's ``move_allocations`` makes them (one typed at 1.38,
+one untyped at 1.28 as Nova writes it); imported; every inventory, usage, trait,
+aggregate, allocation, owner and generation compared with what
 Placement's API reports; the typed move listed as a migration (the untyped one too with
 ``--pair-untyped``), seen by the audit and repaired; new claims obey the imported capacity;
 and an import killed midway leaves an empty ledger.
@@ -96,9 +97,14 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
                     "--dry-run")
     plan = json.loads(out)
     assert code == 0 and plan["dry_run"] and plan["ok"]
-    assert [c["command"] for c in plan["commands"]] == ["register_provider"] * 5 + [
-        "claim"] * 7 + ["claim", "swap"] + ["set_inventories"]  # the move after the claims,
-    # the over-capacity host's real inventory last
+    assert [c["command"] for c in plan["commands"]] == ["create_trait"] * 2 + [
+        "register_provider", "set_traits", "set_aggregates",  # compute-1
+        "register_provider", "set_aggregates",  # compute-2
+        "register_provider",  # compute-3, then the children: NUMA 0 and its NIC
+        "register_provider", "set_traits", "register_provider"] + ["claim"] * 7 + [
+        "claim", "swap", "set_inventories"]  # custom traits first, each provider's traits
+    # and aggregates after it, the move after the claims, the over-capacity host's real
+    # inventory last
     assert not (tmp_path / "ledger.db").exists()  # the dry run created nothing
 
     code, out = cli(capsys, "--url", url, "--json", "import-placement", "--from", source)
@@ -126,6 +132,10 @@ def test_a_placement_database_becomes_a_ledger_that_matches_it(
                                             inv["max_unit"], inv["step_size"])
                 assert float(mine.allocation_ratio) == pytest.approx(inv["allocation_ratio"])
             assert set(view.inventories) == set(expected["inventories"])
+            assert (sorted(view.traits), sorted(view.aggregates)) == (
+                sorted(expected["traits"]), sorted(expected["aggregates"]))
+        assert ledger.traits(prefix="CUSTOM_") == sorted(api["custom_traits"]) == [
+            "CUSTOM_RACK_A", "CUSTOM_UNUSED"]
         for consumer, expected in api["consumers"].items():
             view = ledger.consumer(consumer)
             assert view.allocations == expected["allocations"]

@@ -38,6 +38,11 @@ CREATE TABLE consumers (id INTEGER PRIMARY KEY, uuid TEXT, project_id INTEGER,
     user_id INTEGER, consumer_type_id INTEGER, generation INTEGER);
 CREATE TABLE allocations (id INTEGER PRIMARY KEY, resource_provider_id INTEGER,
     consumer_id TEXT, resource_class_id INTEGER, used INTEGER);
+CREATE TABLE traits (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE resource_provider_traits (trait_id INTEGER, resource_provider_id INTEGER);
+CREATE TABLE placement_aggregates (id INTEGER PRIMARY KEY, uuid TEXT);
+CREATE TABLE resource_provider_aggregates (resource_provider_id INTEGER,
+    aggregate_id INTEGER);
 """
 
 

@@ -398,3 +398,25 @@ def test_registering_a_child_advances_only_its_parent(ledger: Ledger) -> None:
     assert ledger.provider(root).generation == root_generation
     assert ledger.provider(leaf).root_uuid == root
     assert claim(ledger, new_id(), {leaf: {"VCPU": 2}}) == 1
+
+
+def test_many_providers_are_read_at_once_as_each_is_read_alone(ledger: Ledger) -> None:
+    """``providers_many`` answers what ``provider`` answers for each, with traits and
+    aggregates, in the order asked; deleted and unknown providers are left out."""
+    host, other, gone = new_id(), new_id(), new_id()
+    view = ledger.register_provider(host, "compute-1",
+                                    inventories={"VCPU": {"total": 8}})
+    view = ledger.set_traits(host, ["HW_CPU_X86_AVX2"], view.generation)
+    ledger.set_aggregates(host, [new_id()], view.generation)
+    numa = new_id()
+    ledger.register_provider(numa, "compute-1-numa0", parent_uuid=host)
+    ledger.register_provider(other, "compute-2")
+    ledger.delete_provider(gone, ledger.register_provider(gone, "compute-3").generation)
+    claim(ledger, new_id(), {host: {"VCPU": 2}})
+
+    found = ledger.providers_many([other, gone, host, numa, new_id()])
+
+    assert list(found) == [other, host, numa]
+    assert found == {u: ledger.provider(u) for u in (other, host, numa)}
+    assert found[host].traits == ("HW_CPU_X86_AVX2",) and found[host].usages == {"VCPU": 2}
+    assert ledger.providers_many([]) == {}

@@ -1,7 +1,8 @@
 """Writing a Placement database into a new ledger, and checking it afterwards.
 
-One command per provider (registration with its whole inventory; parents before their
-children) and one claim per consumer that holds allocations, each an ordinary ledger
+One command per custom trait, one per provider (registration with its whole inventory;
+parents before their children) and one for its traits and one for its aggregates where it
+has any, and one claim per consumer that holds allocations, each an ordinary ledger
 command with the actor, a request id shared by the whole import, and a reason that notes
 the source's generation (the ledger's own generations start again at 1: they are stream
 versions, opaque to clients, who re-read after the import as after any conflict).
@@ -38,6 +39,7 @@ from allocation_ledger.placement.source import PlacementData, SourceConsumer, So
 
 if TYPE_CHECKING:
     from allocation_ledger.application.ledger import Ledger
+    from allocation_ledger.application.views import ProviderView
 
 MIGRATION_TYPE = "PLACEMENT_MIGRATION"
 
@@ -155,6 +157,12 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
     done = 0
     usages, extremes = data.usages(), _extremes(data)
     tight: list[SourceProvider] = []
+    for name in data.custom_traits:
+        request = {"actor": actor, "request_id": report.request_id,
+                   "reason": "imported from Placement: a custom trait"}
+        report.commands.append({"command": "create_trait", "name": name,
+                                "reason": request["reason"]})
+        staging.create_trait(name, request=request)
     for p in parents_first(data.providers):
         inventories = data.inventories.get(p.uuid, {})
         roomy = {rc: room(inv, usages.get(p.uuid, {}).get(rc, 0),
@@ -165,8 +173,9 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
         report.commands.append({"command": "register_provider", "provider_uuid": p.uuid,
                                 "name": p.name, "parent_uuid": p.parent_uuid,
                                 "inventories": inventories, "reason": request["reason"]})
-        staging.register_provider(p.uuid, p.name, parent_uuid=p.parent_uuid,
-                                  inventories=roomy or None, request=request)
+        view = staging.register_provider(p.uuid, p.name, parent_uuid=p.parent_uuid,
+                                         inventories=roomy or None, request=request)
+        _stage_traits_and_aggregates(staging, data, report, p.uuid, view.generation, request)
         if roomy != inventories:
             tight.append(p)
         report.providers += 1
@@ -213,6 +222,23 @@ def _stage(staging: Ledger, data: PlacementData, report: ImportReport, actor: st
         report.over_capacity += [
             f"provider {p.uuid} ({p.name}): {rc} used {c.used} of capacity {c.capacity}"
             for rc, c in sorted(view.classes.items()) if c.used > c.capacity]
+
+
+def _stage_traits_and_aggregates(staging: Ledger, data: PlacementData, report: ImportReport,
+                                 provider_uuid: str, generation: int,
+                                 request: dict[str, str]) -> None:
+    """A provider's traits and aggregates, each set in one command where it has any."""
+    traits = data.traits.get(provider_uuid, [])
+    if traits:
+        report.commands.append({"command": "set_traits", "provider_uuid": provider_uuid,
+                                "traits": traits, "reason": request["reason"]})
+        generation = staging.set_traits(provider_uuid, traits, generation,
+                                        request=request).generation
+    aggregates = data.aggregates.get(provider_uuid, [])
+    if aggregates:
+        report.commands.append({"command": "set_aggregates", "provider_uuid": provider_uuid,
+                                "aggregates": aggregates, "reason": request["reason"]})
+        staging.set_aggregates(provider_uuid, aggregates, generation, request=request)
 
 
 def _stage_move(staging: Ledger, data: PlacementData, report: ImportReport, actor: str,
@@ -284,8 +310,9 @@ def room(inventory: dict[str, Any], used: int,
 
 def check(ledger: Ledger, data: PlacementData,
           moves: list[move_pairing.Pair] | None = None) -> list[str]:
-    """Every difference between the ledger and the source: inventories, usages,
-    consumers' allocations, projects, users and types, and each move's context."""
+    """Every difference between the ledger and the source: inventories, usages, traits,
+    aggregates, custom traits, consumers' allocations, projects, users and types, and each
+    move's context."""
     found: list[str] = []
     paired = frozenset(p.migration_uuid for p in moves or [])
     for move in moves or []:
@@ -294,23 +321,17 @@ def check(ledger: Ledger, data: PlacementData,
             found.append(f"migration {move.migration_uuid}: instance {moved.instance_uuid}, "
                          f"{moved.status} in the ledger; instance {move.instance_uuid}, in "
                          "flight in Placement")
+    custom = ledger.traits(prefix="CUSTOM_")
+    if custom != data.custom_traits:
+        found.append(f"custom traits {custom} in the ledger, {data.custom_traits} in Placement")
     usages = data.usages()
+    views = ledger.providers_many(p.uuid for p in data.providers)  # one query per thousand
     for p in data.providers:
-        view = ledger.provider(p.uuid)
-        mine = {rc: dict(asdict(i)) for rc, i in view.inventories.items()}
-        theirs = {rc: dict(i) for rc, i in data.inventories.get(p.uuid, {}).items()}
-        for inv in (*mine.values(), *theirs.values()):
-            inv["allocation_ratio"] = float(inv["allocation_ratio"])
-        if mine != theirs:
-            found.append(f"provider {p.uuid}: inventory {mine} in the ledger, {theirs} in "
-                         "Placement")
-        used = {rc: n for rc, n in view.usages.items() if n}
-        if used != usages.get(p.uuid, {}):
-            found.append(f"provider {p.uuid}: usage {used} in the ledger, "
-                         f"{usages.get(p.uuid, {})} in Placement")
-        if (view.name, view.parent_uuid) != (p.name, p.parent_uuid):
-            found.append(f"provider {p.uuid}: name/parent {view.name}/{view.parent_uuid} in "
-                         f"the ledger, {p.name}/{p.parent_uuid} in Placement")
+        view = views.get(p.uuid)
+        if view is None:
+            found.append(f"provider {p.uuid}: absent from the ledger, in Placement")
+            continue
+        found.extend(_provider_differences(view, p, data, usages))
     for c in data.consumers:
         wanted = data.allocations.get(c.uuid, {})
         held = ledger.consumer(c.uuid)
@@ -322,4 +343,32 @@ def check(ledger: Ledger, data: PlacementData,
             found.append(f"consumer {c.uuid}: owner {held.project_id}/{held.user_id}/"
                          f"{held.consumer_type} in the ledger, {c.project_id}/{c.user_id}/"
                          f"{consumer_type(c, paired)} in Placement")
+    return found
+
+
+def _provider_differences(view: ProviderView, p: SourceProvider, data: PlacementData,
+                          usages: dict[str, dict[str, int]]) -> list[str]:
+    """How the ledger's provider differs from Placement's: inventory, usage, traits,
+    aggregates, name and parent."""
+    found: list[str] = []
+    mine = {rc: dict(asdict(i)) for rc, i in view.inventories.items()}
+    theirs = {rc: dict(i) for rc, i in data.inventories.get(p.uuid, {}).items()}
+    for inv in (*mine.values(), *theirs.values()):
+        inv["allocation_ratio"] = float(inv["allocation_ratio"])
+    if mine != theirs:
+        found.append(f"provider {p.uuid}: inventory {mine} in the ledger, {theirs} in "
+                     "Placement")
+    used = {rc: n for rc, n in view.usages.items() if n}
+    if used != usages.get(p.uuid, {}):
+        found.append(f"provider {p.uuid}: usage {used} in the ledger, "
+                     f"{usages.get(p.uuid, {})} in Placement")
+    for what, held, wanted in (("traits", view.traits, data.traits.get(p.uuid, [])),
+                               ("aggregates", view.aggregates,
+                                data.aggregates.get(p.uuid, []))):
+        if sorted(held) != sorted(wanted):
+            found.append(f"provider {p.uuid}: {what} {sorted(held)} in the ledger, "
+                         f"{sorted(wanted)} in Placement")
+    if (view.name, view.parent_uuid) != (p.name, p.parent_uuid):
+        found.append(f"provider {p.uuid}: name/parent {view.name}/{view.parent_uuid} in "
+                     f"the ledger, {p.name}/{p.parent_uuid} in Placement")
     return found

@@ -1,7 +1,8 @@
 """Reading a Placement database (its schema as Placement 16's own migrations create it):
-resource providers with their trees, inventories, resource classes, consumers with
-project, user, type and generation, and allocations. Read-only, in one transaction, so the
-picture is consistent even while Placement keeps running.
+resource providers with their trees, inventories, traits and aggregates, resource classes,
+the custom traits, consumers with project, user, type and generation, and allocations.
+Read-only, in one transaction, so the picture is consistent even while Placement keeps
+running.
 
 ``mysql+pymysql://`` (MySQL, MariaDB), ``postgresql://`` (psycopg) and ``sqlite:///`` URLs
 are accepted; ``mysql://`` means PyMySQL (the ``placement`` extra installs it).
@@ -45,6 +46,19 @@ FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
 ORDER BY a.id
 """
 CLASSES = "SELECT id, name FROM resource_classes"
+PROVIDER_TRAITS = """
+SELECT rp.uuid AS provider_uuid, t.name
+FROM resource_provider_traits rpt
+JOIN resource_providers rp ON rp.id = rpt.resource_provider_id
+JOIN traits t ON t.id = rpt.trait_id
+"""
+PROVIDER_AGGREGATES = """
+SELECT rp.uuid AS provider_uuid, pa.uuid AS aggregate_uuid
+FROM resource_provider_aggregates rpa
+JOIN resource_providers rp ON rp.id = rpa.resource_provider_id
+JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
+"""
+CUSTOM_TRAITS = "SELECT name FROM traits WHERE name LIKE 'CUSTOM%'"
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,11 @@ class PlacementData:
     inventories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     consumers: list[SourceConsumer] = field(default_factory=list)
     allocations: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    #: provider -> its trait names / the UUIDs of its aggregates, sorted (absent: none)
+    traits: dict[str, list[str]] = field(default_factory=dict)
+    aggregates: dict[str, list[str]] = field(default_factory=dict)
+    #: every custom trait Placement knows, held by a provider or not
+    custom_traits: list[str] = field(default_factory=list)
 
     def usages(self) -> dict[str, dict[str, int]]:
         """Provider -> class -> amount used, summed from the allocations."""
@@ -141,7 +160,10 @@ def read(url: str) -> PlacementData:
             rows = {name: [dict(r._mapping) for r in conn.execute(text(sql))]
                     for name, sql in (("providers", PROVIDERS), ("inventories", INVENTORIES),
                                       ("consumers", CONSUMERS), ("allocations", ALLOCATIONS),
-                                      ("classes", CLASSES))}
+                                      ("classes", CLASSES),
+                                      ("traits", PROVIDER_TRAITS),
+                                      ("aggregates", PROVIDER_AGGREGATES),
+                                      ("custom_traits", CUSTOM_TRAITS))}
     except SQLAlchemyError as err:
         # a source that cannot be reached or read is an operation that failed (exit 1), as
         # for the ledger's own store; a malformed URL stays bad input (above)
@@ -184,6 +206,15 @@ def _assemble(rows: Mapping[str, list[dict[str, Any]]]) -> PlacementData:
         rc = name_of(r["resource_class_id"])
         by_rp.setdefault(r["provider_uuid"], {})[rc] = (
             by_rp.get(r["provider_uuid"], {}).get(rc, 0) + int(r["used"]))
+    for r in rows["traits"]:
+        data.traits.setdefault(str(r["provider_uuid"]), []).append(str(r["name"]))
+    for r in rows["aggregates"]:
+        data.aggregates.setdefault(str(r["provider_uuid"]), []).append(
+            str(r["aggregate_uuid"]))
+    for held in (*data.traits.values(), *data.aggregates.values()):
+        held.sort()
+    data.custom_traits = sorted(str(r["name"]) for r in rows["custom_traits"]
+                                if str(r["name"]).startswith("CUSTOM_"))
     return data
 
 

@@ -1,9 +1,9 @@
-"""What a projection is: a name, the tables it owns, and one handler per event type.
+"""What a projection is: a name, the tables it owns, and its event rules (one per event type).
 
-Handlers are ``functools.singledispatch`` functions of ``(event, rows)``: they read the
+The rules are ``functools.singledispatch`` functions of ``(event, rows)``: they read the
 groups of their event's stream from the :class:`~.row_groups.RowGroups` and put back
 new ones, and do nothing else, so replaying the same events always writes the same rows.
-Events a projection has no handler for fall to the base function and change nothing.
+Events a projection has no rule for fall to the base function and change nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from allocation_ledger.projections.row_groups import GroupTable, RowGroups
 
 
-class Handler(Protocol):
+class EventRules(Protocol):
     """A ``functools.singledispatch`` function of ``(event, rows)``."""
 
     @property
@@ -28,25 +28,25 @@ class Handler(Protocol):
 
 @dataclass(frozen=True)
 class Projection:
-    """A read model: its name, its tables (grouped by stream) and its event handler."""
+    """A read model: its name, its tables (grouped by stream) and its event rules."""
 
     name: str
     groups: tuple[GroupTable, ...]
-    handler: Handler
+    rules: EventRules
     _found: dict[type, Callable[..., None] | None] = field(
         default_factory=dict, compare=False, repr=False)
 
-    def handler_for(self, event: object) -> Callable[[Any, RowGroups], None] | None:
-        """The handler of this type of event (``None``: the projection ignores it).
+    def rule_for(self, event: object) -> Callable[[Any, RowGroups], None] | None:
+        """The rule for this type of event (``None``: the projection ignores it).
 
         The dispatch is looked up once per type: a catch-up calls it for every event.
         """
         kind = type(event)
         if kind not in self._found:
-            found = self.handler.dispatch(kind)
-            self._found[kind] = None if found is self.handler.registry[object] else found
+            found = self.rules.dispatch(kind)
+            self._found[kind] = None if found is self.rules.registry[object] else found
         return self._found[kind]
 
     def handles(self, event: object) -> bool:
-        """True when the projection has a handler for this type of event."""
-        return self.handler_for(event) is not None
+        """True when the projection has a rule for this type of event."""
+        return self.rule_for(event) is not None

@@ -291,7 +291,7 @@ class Runner:
             kind = type(event)
             if kind not in steps:  # the handlers of each type, looked up once per page
                 steps[kind] = [(handler, rows, since) for projection, rows, since in targets
-                               if (handler := projection.handler_for(event)) is not None]
+                               if (handler := projection.rule_for(event)) is not None]
             for handler, rows, since in steps[kind]:
                 if position > since:
                     handler(event, rows)

@@ -37,7 +37,7 @@ def keystone(tokens: dict[str, tuple[str, str, list[str]]]) -> Iterator[str]:
     """Serve the stand-in on a free port of 127.0.0.1; yields its URL."""
     seen: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class KeystoneRequests(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             """Quiet."""
 
@@ -83,7 +83,7 @@ def keystone(tokens: dict[str, tuple[str, str, list[str]]]) -> Iterator[str]:
             else:
                 self._send(404, {})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeystoneRequests)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

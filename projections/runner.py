@@ -18,6 +18,19 @@ past ``batch_size`` until such an end; without the second kind a ledger of one s
 On PostgreSQL a batch is written by a thread of its own while the runner applies the events
 of the next one (one batch in flight at most; a failed write makes the runner start again
 from what the database holds), so the database's work overlaps the handlers'.
+
+Why not the library's ``eventsourcing.projection.ProjectionRunner`` (9.5): it follows a
+store only through ``recorder.subscribe()``, which the library's SQLite recorder does not
+implement (so ``projections follow`` could not run on the default store); it builds its
+view through ``InfrastructureFactory.tracking_recorder``, which takes only subclasses of the
+library's own tracking recorders (not our tables, COPY, or read models in another database
+through ``PROJECTIONS_URL``); it runs one projection per runner, each with its own
+subscription, so four read models would decode every event four times and advance their
+positions in four transactions instead of one; it hands over one event at a time with no
+"caught up" signal, so a batch could not end where a command ends (half commands shown,
+one transaction per event instead of one per batch); and an event its mapper cannot decode
+ends its thread without a position, where this runner reports the unreadable event at its
+position and where each read model stopped.
 """
 
 from __future__ import annotations

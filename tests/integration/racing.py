@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -205,8 +206,16 @@ class ThreadRacer:
             barrier.wait(BARRIER_TIMEOUT)
             return attempt(self._ledger, call)
 
-        futures = [self._pool.submit(run, call) for call in calls]
-        return [f.result(timeout=RESULT_TIMEOUT) for f in futures]
+        # Threads released by the barrier each need the interpreter lock to start: with
+        # the default 5 ms switch interval, a claim shorter than that could finish before
+        # the last racer has begun, and the race became a queue.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.0002)
+        try:
+            futures = [self._pool.submit(run, call) for call in calls]
+            return [f.result(timeout=RESULT_TIMEOUT) for f in futures]
+        finally:
+            sys.setswitchinterval(interval)
 
     def close(self) -> None:
         """Stop the threads."""

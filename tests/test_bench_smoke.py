@@ -100,6 +100,7 @@ def test_smallest_run_writes_every_figure(tmp_path: Path) -> None:
         assert "python -m benchmarks --quick" in text and "SQLite" in text
 
 
+@pytest.mark.slow  # about 90 s: every T1-T6 measured once, small (CI runs it)
 def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "bench.json"

@@ -132,8 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.write_json(results, chosen.out)
     if args.plot is not None:
         command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-        drawn: list[Path | None] = [*(pictures.draw(results, args.plot, command)
-                                      if results["stores"] else [])]
+        drawn: list[Path | None] = []
+        if results["stores"]:
+            drawn += pictures.draw(results, args.plot, command)
         if results["ratios"]:
             drawn.append(cpu_targets.plot(results["ratios"], args.plot, command))
         for path in filter(None, drawn):

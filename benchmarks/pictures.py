@@ -17,13 +17,12 @@ def draw(results: dict[str, Any], folder: Path, command: str) -> list[Path]:
     one picture each, for every store of ``results``."""
     stores = results["stores"]
     names = [TITLES.get(kind, kind) for kind in stores]
-    caption = f"{command}"
     drawn = [plots.bars(
         folder / "bench-claims.svg", title="Claims per second beside the one-row floor",
         ylabel="per second", categories=list(_rates(next(iter(stores.values())))),
         series={name: list(_rates(result).values())
                 for name, result in zip(names, stores.values(), strict=True)},
-        caption=caption)]
+        caption=command)]
     counts = sorted(int(n) for n in next(iter(stores.values()))["writers"] if n.isdigit())
     series: dict[str, list[float]] = {}
     for name, result in zip(names, stores.values(), strict=True):
@@ -35,14 +34,14 @@ def draw(results: dict[str, Any], folder: Path, command: str) -> list[Path]:
     drawn.append(plots.lines(
         folder / "bench-writers.svg", title="Claims per second by writer processes",
         xlabel="writer processes", ylabel="claims per second", x=counts, series=series,
-        caption=caption))
+        caption=command))
     parts: dict[str, list[float]] = {}
     for i, result in enumerate(stores.values()):
         for label, us in result["breakdown"]["parts_us"].items():
             parts.setdefault(label, [0.0] * len(stores))[i] = us
     drawn.append(plots.stacked(
         folder / "bench-breakdown.svg", title="Where a single claim's time goes",
-        ylabel="microseconds per claim", categories=names, parts=parts, caption=caption))
+        ylabel="microseconds per claim", categories=names, parts=parts, caption=command))
     return drawn
 
 

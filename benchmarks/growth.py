@@ -2,8 +2,9 @@
 
 The growth is real domain decisions (``claims.write`` and ``claims.release``) over a
 workspace held in memory, appended in large batches, each command's events in the order the
-service appends them, through the store's own ``append`` (so the store takes its snapshots
-as it always does and an audit finds every command's end). Each cycle is an instance that
+service appends them and stamped with a command id of its own, through the store's own
+``append`` (so the store takes its snapshots as it always does and an audit or a rebuild
+finds every command's end). Each cycle is an instance that
 claims on one host and is released again: four events, two of them on the host's stream, so
 the host's stream becomes as long as half the ledger, the worst case for a claim on it. Usage
 returns to where it was after each cycle, so every invariant holds at every position.
@@ -74,12 +75,12 @@ def grow(ledger: Ledger, host: str, target_events: int) -> int:
         for _ in range(cycles):
             consumer = new_id()
             write = claims.ConsumerWrite(consumer, {host: dict(FLAVOUR)}, None, PROJECT, USER)
-            claims.write(workspace, [write], REQUEST)
+            claims.write(workspace, [write], {**REQUEST, "command_id": new_id()})
             instance = workspace.consumers[consumer]
             # each command's events as the service appends them: new streams, then
-            # providers, then consumers (so an audit finds every command's end)
+            # providers, then consumers
             events += [*instance.collect_events(), *found.collect_events()]
-            claims.release(workspace, consumer, 1, REQUEST)
+            claims.release(workspace, consumer, 1, {**REQUEST, "command_id": new_id()})
             events += [*found.collect_events(), *instance.collect_events()]
         ledger.store.append(events, [found, *workspace.consumers.values()])
         workspace.consumers.clear()

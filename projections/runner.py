@@ -5,15 +5,10 @@ behind them. Their rows are written in batches: one transaction per batch holds 
 projection's changed groups and its advanced position, so a batch is there entirely or not
 at all, and an event at or below a projection's stored position is never applied again.
 
-A batch only ever ends where a command ended, so no projection ever shows half a command.
-The ledger records each command in one transaction, so an end is certain where the ledger's
-head was (the last event recorded when it was read), and wherever the audit's
-:class:`~allocation_ledger.adapters.command_ends.CommandSplitter` sees one: the ``request``
-stamped on every event of a command changes (each command stamps a fresh ``command_id``
-into it), or the order of the streams proves a new append began (ledgers written before
-command ids, or by a bulk loader, share one ``request`` across many commands). Batches grow
-past ``batch_size`` until such an end; without the second kind a ledger of one shared
-``request`` was a single batch, held in memory whole until its end.
+A batch only ever ends where a command ended, so no projection ever shows half a command:
+where the ledger's head was (the last event recorded when it was read), or where
+:class:`~allocation_ledger.domain.command.CommandEnds` sees one (the command id stamped on
+every event of a command changes). Batches grow past ``batch_size`` until such an end.
 
 On PostgreSQL a batch is written by a thread of its own while the runner applies the events
 of the next one (one batch in flight at most; a failed write makes the runner start again
@@ -49,8 +44,8 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.adapters.notifications import chain_hash
+from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.errors import ReadModelsDiverged
 from allocation_ledger.projections import reading, tracking
 from allocation_ledger.projections.binding import binding_problem
@@ -152,7 +147,7 @@ class Runner:
         self._hashes: dict[int, bytes | None] = {}  # chain hashes of events read, by position
         self._seen = 0
         self._pending = 0
-        self._commands = CommandSplitter()  # where the events' commands certainly end
+        self._commands = CommandEnds()  # where the events' commands certainly end
         self._stop = threading.Event()  # the caller's, during a run
         self.events_applied = 0
         self.rows_written = 0
@@ -412,4 +407,4 @@ class Runner:
         }
         self._seen = min(self._positions.values(), default=0)
         self._pending = 0
-        self._commands = CommandSplitter()
+        self._commands = CommandEnds()

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from allocation_ledger import Ledger, open_ledger
-from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import audit
 from allocation_ledger.audit.ledger_events import entries
 from allocation_ledger.audit.pointintime import replay
 from allocation_ledger.audit.state import fingerprint
 from allocation_ledger.cli import main
+from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
@@ -102,19 +102,16 @@ def test_a_consumer_let_go_is_read_back_when_it_claims_again() -> None:
     assert (consumer.version, consumer.allocations) == (3, {host: {"VCPU": 2}})
 
 
-def test_the_splitter_cuts_only_where_an_append_really_ended(
+def test_commands_are_cut_exactly_where_an_append_ended(
     long_ledger: tuple[Ledger, set[int]],
 ) -> None:
     ledger, ends = long_ledger
-    for use_request, share in ((False, 0.6), (True, 0.85)):
-        splitter = CommandSplitter(use_request=use_request)
-        previous, cuts = 0, []
-        for entry in entries(ledger.store):
-            if splitter.opens_command(entry.event):
-                cuts.append(previous)
-            previous = entry.position
-        assert set(cuts) <= ends
-        assert len(cuts) >= share * len(ends)  # and it finds most of them
+    commands, previous, cuts = CommandEnds(), 0, []
+    for entry in entries(ledger.store):
+        if commands.opens_command(entry.event):
+            cuts.append(previous)
+        previous = entry.position
+    assert set(cuts) | {previous} == ends  # one command, one append
 
 
 def test_the_cli_audits_a_clean_durable_ledger_and_exits_0(

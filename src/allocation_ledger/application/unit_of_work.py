@@ -309,8 +309,7 @@ class UnitOfWork:
 
     def changed(self) -> list[Aggregate]:
         """Every aggregate with events to append, in the order they are appended: new
-        streams, then providers, then consumers, then provider names (new or not: a
-        command's block of events keeps the shape ``adapters.command_ends`` reads)."""
+        streams, then providers, then consumers, then traits, classes and provider names."""
         changed: list[Aggregate] = [a for a in self._new if not isinstance(a, ProviderName)]
         changed += [p for p in self._providers.values() if p is not None and p.pending_events]
         changed += [c for c in self._consumers.values() if c is not None and c.pending_events]

@@ -2,7 +2,7 @@
 
 :class:`Auditor` applies one event at a time to a :class:`LedgerState`, runs the per-event
 checks at once, and notes which (provider, class) pairs the event touched; when a command
-ends (see :mod:`~allocation_ledger.adapters.command_ends`) it checks those pairs. A problem
+ends (:class:`~allocation_ledger.domain.command.CommandEnds`) it checks those pairs. A problem
 is reported where it appears and not again while it stays the same; if it is mended and
 reappears it is reported again.
 """
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from allocation_ledger.adapters.command_ends import CommandSplitter
 from allocation_ledger.audit import checks
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
 from allocation_ledger.audit.ledger_events import Entry
 from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
@@ -39,7 +39,7 @@ class Auditor:
         self.findings: list[Finding] = []
         self.events = 0
         self._after_event = after_event
-        self._splitter = CommandSplitter()
+        self._splitter = CommandEnds()
         self._usage: dict[Key, Where] = {}  # pairs touched by the command being applied
         self._devices: dict[Key, Where] = {}
         #: problems seen and not yet mended, per (provider, class) and aspect checked

@@ -73,3 +73,27 @@ class Intent:
         """This command's record, to go first in its append."""
         return Command.record(self.command_id, self.name, self.fingerprint, streams, read,
                               events, self.meta)
+
+
+class CommandEnds:
+    """Where one command's events end and the next command's begin, in a replay of the
+    ledger: feed it the events in ledger order. Every event a command appends (its record
+    first) carries the command's ``request``, with the command's id in it, and a command's
+    events are consecutive (one command, one append, or one block of a group's append), so
+    a new command begins exactly where the id changes. The audit checks the invariants
+    there; the projections end their batches there.
+    """
+
+    def __init__(self) -> None:
+        self._command: object = _NOTHING
+
+    def opens_command(self, event: object) -> bool:
+        """True when ``event`` belongs to another command than the event before it."""
+        request = getattr(event, "request", None)
+        command = request.get("command_id", request) if isinstance(request, dict) else request
+        opens = self._command is not _NOTHING and command != self._command
+        self._command = command
+        return opens
+
+
+_NOTHING = object()

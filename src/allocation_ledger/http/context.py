@@ -46,9 +46,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Ctx:
-    """One request: the ledger, the negotiated version, the caller and the inputs."""
+    """One request: the ledger, the negotiated version, the caller and the inputs, and how
+    many commands the request has sent so far (each one's id follows from that count)."""
 
     ledger: Ledger
     version: Version
@@ -71,7 +72,8 @@ class Ctx:
         except orjson.JSONDecodeError as err:
             raise errors.HTTPError(400, f"Malformed JSON: {err}") from None
 
-    sent: list[int] = field(default_factory=lambda: [0], compare=False)
+    #: the commands this request has sent (see :meth:`write`)
+    commands_sent: int = 0
     #: the media type of the body (``Content-Type`` without parameters; ``None``: not sent)
     content_type: str | None = None
     method: str = "GET"
@@ -101,8 +103,8 @@ class Ctx:
         """
         args: dict[str, Any] = {"request": self.meta()}
         if self.idempotency_key is not None:
-            self.sent[0] += 1
-            n = self.sent[0]
+            self.commands_sent += 1
+            n = self.commands_sent
             args["command_id"] = (self.idempotency_key if n == 1
                                   else f"{self.idempotency_key}#{n}")
         return args

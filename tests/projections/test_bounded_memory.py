@@ -1,9 +1,9 @@
 """A rebuild holds the read models' state, not the ledger's history (issue 16).
 
 The ledgers here are grown as the replay-memory benchmark grows them (``benchmarks/growth.py``):
-claim-and-release cycles on one host, every event with one shared ``request`` (as a ledger
-written before command ids, or by a bulk loader), so only the order of the streams shows
-where a command ended. The history grows; what the cloud holds does not.
+claim-and-release cycles on one host, appended thousands of commands at a time, each
+command's events stamped with its own command id (where a batch may end). The history grows;
+what the cloud holds does not.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_what_a_rebuild_holds_does_not_grow_with_the_history(
     assert large <= 1.2 * small, (small, large)
 
 
-def test_batches_of_a_shared_request_end_at_command_ends_and_equal_one_batch() -> None:
+def test_batches_of_a_bulk_append_end_at_command_ends_and_equal_one_batch() -> None:
     with open_ledger("memory://") as ledger:
         host = a_host(ledger)
         start = ledger_size(ledger)  # then commands of two events each

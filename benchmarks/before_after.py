@@ -28,7 +28,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from benchmarks import plots
+from benchmarks.report import TITLES
 from benchmarks.scratch import POOL, postgres_schema
 from benchmarks.settings import default_postgres_url
 
@@ -36,10 +39,30 @@ THIS = Path(__file__).resolve().parents[1]
 
 #: The child: only public API calls that every version of the ledger has.
 CHILD = """
-import sys, threading, time, uuid
+import json, sys, threading, time, uuid
 from allocation_ledger import open_ledger
 url, seconds, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 flavour = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+local, tallies = threading.local(), []
+
+def timed(owner, name, label):
+    function = getattr(owner, name)
+    def call(*args, **kwargs):
+        if not hasattr(local, "nested"):
+            local.nested, local.spent = [], {}
+            tallies.append(local.spent)
+        start = time.thread_time()
+        local.nested.append(0.0)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            elapsed = time.thread_time() - start
+            inner = local.nested.pop()
+            local.spent[label] = local.spent.get(label, 0.0) + elapsed - inner
+            if local.nested:
+                local.nested[-1] += elapsed
+    setattr(owner, name, call)
+
 with open_ledger(url) as ledger:
     hosts = [str(uuid.uuid4()) for _ in range(threads)]
     for host in hosts:
@@ -50,6 +73,15 @@ with open_ledger(url) as ledger:
                      project_id="p", user_id="u", request={"actor": "bench"})
     for _ in range(200):
         claim(hosts[0])
+    store = ledger.store
+    snapshots = getattr(getattr(store, "snapshots", None), "recorder", None)
+    for owner, name, label in ((store.recorder, "select_events", "database calls"),
+                               (store.recorder, "insert_events", "database calls"),
+                               (snapshots, "select_events", "database calls"),
+                               (store.mapper, "to_domain_event", "decode events"),
+                               (store.mapper, "to_stored_event", "encode events")):
+        if owner is not None and hasattr(owner, name):
+            timed(owner, name, label)
     counts = [0] * threads
     start = threading.Barrier(threads + 1)
     def worker(n):
@@ -65,7 +97,15 @@ with open_ledger(url) as ledger:
     for w in workers:
         w.join()
     done = sum(counts)
-    print(done / (time.perf_counter() - began), done / (time.process_time() - cpu))
+    cpu = time.process_time() - cpu
+    parts = {}
+    for spent in tallies:
+        for label, value in spent.items():
+            parts[label] = parts.get(label, 0.0) + value
+    parts = {label: value / done * 1e6 for label, value in parts.items()}
+    parts["the rest: validation, decision, events, unit of work"] = (
+        cpu / done * 1e6 - sum(parts.values()))
+    print(done / (time.perf_counter() - began), done / cpu, json.dumps(parts))
 """
 
 
@@ -80,6 +120,8 @@ def main() -> int:
     trees = {"this": THIS, "other": other}
     rows = [_row(store, int(threads), trees, args) for store in args.stores.split(",")
             for threads in args.threads.split(",")]
+    if args.plot is not None:
+        print(f"drew {_draw(rows, Path(args.plot), other.name)}")
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -95,27 +137,31 @@ def main() -> int:
 
 
 def _row(store: str, threads: int, trees: dict[str, Path],
-         args: argparse.Namespace) -> dict[str, object]:
+         args: argparse.Namespace) -> dict[str, Any]:
     """Both checkouts' medians and their ratio on one store with ``threads`` threads (each
     claiming on a host of its own), rounds alternating which checkout goes first."""
-    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    rates: dict[str, list[Rates]] = {name: [] for name in trees}
     for round_ in range(args.rounds):
         order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
         for name in order:
             rates[name].append(_child(trees[name], store, threads, args))
-    row: dict[str, object] = {"store": store, "threads": threads, "rounds": rates}
-    for i, measure in enumerate(("wall", "cpu")):
-        this = statistics.median(r[i] for r in rates["this"])
-        before = statistics.median(r[i] for r in rates["other"])
+    row: dict[str, Any] = {"store": store, "threads": threads}
+    for measure, got in (("wall", {name: [r[0] for r in rounds] for name, rounds in rates.items()}),
+                         ("cpu", {name: [r[1] for r in rounds] for name, rounds in rates.items()})):
+        this, before = statistics.median(got["this"]), statistics.median(got["other"])
         row[measure] = {"this": round(this, 1), "other": round(before, 1),
                         "ratio": round(this / before, 3)}
+    row["cpu_us_by_part"] = {
+        name: {label: round(statistics.median(r[2].get(label, 0.0) for r in rates[name]), 1)
+               for label in sorted({label for r in rates[name] for label in r[2]})}
+        for name in trees}
+    row["rounds"] = {name: [r[:2] for r in rounds] for name, rounds in rates.items()}
     return row
 
 
-def _child(tree: Path, store: str, threads: int,
-           args: argparse.Namespace) -> tuple[float, float]:
-    """One child's claims per second of wall time and of its CPU time, on a fresh store of
-    kind ``store``."""
+def _child(tree: Path, store: str, threads: int, args: argparse.Namespace) -> Rates:
+    """One child's claims per second of wall time and of its CPU time, and its CPU
+    microseconds per claim by part, on a fresh store of kind ``store``."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     with tempfile.TemporaryDirectory(prefix="before-after-") as workdir:
         if store == "sqlite":
@@ -125,14 +171,17 @@ def _child(tree: Path, store: str, threads: int,
                         threads)
 
 
-def _run(env: dict[str, str], url: str, seconds: float, threads: int) -> tuple[float, float]:
+Rates = tuple[float, float, dict[str, float]]
+
+
+def _run(env: dict[str, str], url: str, seconds: float, threads: int) -> Rates:
     done = subprocess.run([sys.executable, "-c", CHILD, url, str(seconds), str(threads)],
                           env=env,
                           capture_output=True, text=True, check=False, timeout=seconds + 300)
     if done.returncode != 0:
         raise SystemExit(f"before_after: a child failed: {done.stderr.strip()[-2000:]}")
-    wall, cpu = done.stdout.strip().splitlines()[-1].split()
-    return float(wall), float(cpu)
+    wall, cpu, parts = done.stdout.strip().splitlines()[-1].split(maxsplit=2)
+    return float(wall), float(cpu), json.loads(parts)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -149,7 +198,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--postgres-url", default=default_postgres_url(),
                         help="PostgreSQL database for scratch schemas")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="draw the client CPU per claim by part, other beside this, as "
+                             "DIR/before-after-cpu.svg")
     return parser
+
+
+def _draw(rows: list[dict[str, Any]], folder: Path, other: str) -> Path:
+    """Stacked bars: the client's CPU microseconds per claim by part, for each store and
+    thread count, the other checkout beside this one; the caption is the command."""
+    categories: list[str] = []
+    parts: dict[str, list[float]] = {}
+    for row in rows:
+        for name, label in (("other", f"before ({other})"), ("this", "after")):
+            categories.append(f"{TITLES.get(row['store'], row['store'])}, "
+                              f"{row['threads']} thr., {label}")
+            for part, us in row["cpu_us_by_part"][name].items():
+                parts.setdefault(part, [0.0] * len(rows) * 2)[len(categories) - 1] = us
+    folder.mkdir(parents=True, exist_ok=True)
+    return plots.stacked(folder / "before-after-cpu.svg",
+                         title="Client CPU per claim by part, before and after",
+                         ylabel="CPU microseconds per claim", categories=categories,
+                         parts=parts, caption="python -m benchmarks.before_after "
+                         + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ mean nothing, the shape and the bookkeeping do."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,28 @@ def test_growth_is_valid_history() -> None:
         assert view.generation == registered + (size - before) // 2
         assert view.usages == dict.fromkeys(FLAVOUR, 0)
         assert_invariants(ledger)
+
+
+def test_before_after_measures_both_checkouts_and_draws_their_cpu_by_part(
+        tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.before_after", "--other", str(ROOT), "--stores",
+         "sqlite", "--threads", "1", "--rounds", "2", "--seconds", "0.3", "--json",
+         "--plot", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout[done.stdout.index("["):])
+    assert (row["store"], row["threads"]) == ("sqlite", 1)
+    for measure in ("wall", "cpu"):
+        figure = row[measure]
+        assert figure["this"] > 0 and figure["other"] > 0
+        assert figure["ratio"] == pytest.approx(figure["this"] / figure["other"], rel=0.01)
+    for name in ("this", "other"):
+        parts = row["cpu_us_by_part"][name]
+        assert {"database calls", "encode events"} <= set(parts)
+        # the parts add up to the CPU of a claim (claims per CPU-second, inverted)
+        assert sum(parts.values()) == pytest.approx(1e6 / statistics.median(
+            r[1] for r in row["rounds"][name]), rel=0.35)
+    picture = ElementTree.parse(tmp_path / "before-after-cpu.svg").getroot()
+    text = "".join(picture.itertext())
+    assert "python -m benchmarks.before_after --other" in text and "before" in text

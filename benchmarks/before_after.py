@@ -2,7 +2,8 @@
 
     python -m benchmarks.before_after --other DIR [--stores sqlite,postgresql]
                                       [--threads 1,32] [--rounds 6] [--seconds 3]
-                                      [--postgres-url URL]
+                                      [--group-commit] [--postgres-url URL]
+                                      [--json] [--plot DIR]
 
 For a change that must not slow the write path (a restructuring, say): check the old code
 out beside this one (``git worktree add /tmp/before <commit>``) and name it with
@@ -42,6 +43,7 @@ CHILD = """
 import json, sys, threading, time, uuid
 from allocation_ledger import open_ledger
 url, seconds, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+grouped = {"group_commit": True} if sys.argv[4:] == ["grouped"] else {}
 flavour = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 local, tallies = threading.local(), []
 
@@ -63,7 +65,7 @@ def timed(owner, name, label):
                 local.nested[-1] += elapsed
     setattr(owner, name, call)
 
-with open_ledger(url) as ledger:
+with open_ledger(url, **grouped) as ledger:
     hosts = [str(uuid.uuid4()) for _ in range(threads)]
     for host in hosts:
         ledger.register_provider(host, f"bench-{host}", inventories={
@@ -165,19 +167,20 @@ def _child(tree: Path, store: str, threads: int, args: argparse.Namespace) -> Ra
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     with tempfile.TemporaryDirectory(prefix="before-after-") as workdir:
         if store == "sqlite":
-            return _run(env, f"sqlite:///{Path(workdir) / 'ledger.db'}", args.seconds, threads)
+            return _run(env, f"sqlite:///{Path(workdir) / 'ledger.db'}", args, threads)
         with postgres_schema(args.postgres_url, prefix="ba") as schema:
-            return _run(env, f"{args.postgres_url}?schema={schema}&{POOL}", args.seconds,
-                        threads)
+            return _run(env, f"{args.postgres_url}?schema={schema}&{POOL}", args, threads)
 
 
 Rates = tuple[float, float, dict[str, float]]
 
 
-def _run(env: dict[str, str], url: str, seconds: float, threads: int) -> Rates:
-    done = subprocess.run([sys.executable, "-c", CHILD, url, str(seconds), str(threads)],
+def _run(env: dict[str, str], url: str, args: argparse.Namespace, threads: int) -> Rates:
+    grouped = ["grouped"] if args.group_commit else []
+    done = subprocess.run([sys.executable, "-c", CHILD, url, str(args.seconds), str(threads),
+                           *grouped],
                           env=env,
-                          capture_output=True, text=True, check=False, timeout=seconds + 300)
+                          capture_output=True, text=True, check=False, timeout=args.seconds + 300)
     if done.returncode != 0:
         raise SystemExit(f"before_after: a child failed: {done.stderr.strip()[-2000:]}")
     wall, cpu, parts = done.stdout.strip().splitlines()[-1].split(maxsplit=2)
@@ -197,6 +200,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds of claims per child (default 3)")
     parser.add_argument("--postgres-url", default=default_postgres_url(),
                         help="PostgreSQL database for scratch schemas")
+    parser.add_argument("--group-commit", action="store_true",
+                        help="open both ledgers with group commit on (the threads' claims "
+                             "share appends)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--plot", metavar="DIR",
                         help="draw the client CPU per claim by part, other beside this, as "

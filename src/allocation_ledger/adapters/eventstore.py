@@ -214,35 +214,53 @@ class EventStore(Application[UUID]):
                 aggregate = working_copy(aggregate)  # pristine either way
         return aggregate
 
-    def get_short_many(self, stream_ids: Iterable[UUID]) -> dict[UUID, Aggregate | None]:
-        """Many short streams (consumers) at once: those not cached come in one query, so a
-        write of a thousand new consumers reads once, not a thousand times."""
+    def get_many(self, stream_ids: Iterable[UUID], *, from_snapshots: bool = False,
+                 ) -> dict[UUID, Aggregate | None]:
+        """Many streams at once, each as :meth:`get` gives it, in one query where the store
+        has a query for many streams (PostgreSQL): a cached stream is brought up to date
+        with the events after its cached version, one not cached is read whole (short
+        streams: consumers). With ``from_snapshots`` a stream not cached is read as
+        :meth:`get` reads it, from its last snapshot, in a query of its own (long streams:
+        providers, which a process reads so once and then keeps in its cache)."""
         wanted = list(dict.fromkeys(stream_ids))
-        cache = self.repository.cache
         found: dict[UUID, Aggregate | None] = {}
-        uncached: list[UUID] = []
+        known: dict[UUID, Aggregate] = {}
         for stream in wanted:
-            if self.is_cached(stream):
-                found[stream] = self.get(stream, short=True)
-            else:
-                uncached.append(stream)
-        for stream, stored in self._select_streams(uncached).items():
-            aggregate: Aggregate | None = project(
-                None, (self.mapper.to_domain_event(e) for e in stored)
-            )
-            if aggregate is not None and cache is not None:
-                with self._read_locks[stream.int % len(self._read_locks)]:
-                    cache.put(stream, aggregate)
-                aggregate = working_copy(aggregate)
-            found[stream] = aggregate
-        return found
+            cached = self._cached(stream)
+            if cached is not None:
+                known[stream] = cached
+            elif from_snapshots and self.snapshots is not None:
+                found[stream] = self.get(stream)
+        rest = [stream for stream in wanted if stream not in found]
+        after = {s: known[s].version if s in known else 0 for s in rest}
+        for stream, stored in self._select_streams(rest, list(after.values())).items():
+            events = [self.mapper.to_domain_event(e) for e in stored]
+            base = known.get(stream)
+            with self._read_locks[stream.int % len(self._read_locks)]:
+                current = self._cached(stream)
+                if base is None and current is None:  # not cached: read whole
+                    aggregate = project(None, events)
+                    if aggregate is not None and self.repository.cache is not None:
+                        self.repository.cache.put(stream, aggregate)
+                elif current is not None and current is base and (
+                        base.version == after[stream]):  # (no other thread advanced it)
+                    aggregate = project(base, events)  # the cached copy, brought up to date
+                else:  # the cache moved meanwhile: read it as get does, below
+                    found[stream] = None
+                    continue
+            found[stream] = None if aggregate is None else working_copy(aggregate)
+        for stream in [s for s in rest if s in known and found.get(s) is None]:
+            found[stream] = self.get(stream)  # (a cached stream exists: never None)
+        return {stream: found[stream] for stream in wanted}
 
-    def _select_streams(self, streams: list[UUID]) -> dict[UUID, list[StoredEvent]]:
+    def _select_streams(self, streams: list[UUID], after: list[int],
+                        ) -> dict[UUID, list[StoredEvent]]:
         recorder = self.recorder
         if isinstance(recorder, OneTripApplicationRecorder):
-            return recorder.select_streams(streams)
+            return recorder.select_streams(streams, after)
         # SQLite and memory: no network round trips to save
-        return {stream: list(recorder.select_events(stream)) for stream in streams}
+        return {stream: list(recorder.select_events(stream, gt=version or None))
+                for stream, version in zip(streams, after, strict=True)}
 
     def remember(self, aggregates: Iterable[Aggregate]) -> None:
         """Cache these just-saved aggregates, so the next write starts from them."""

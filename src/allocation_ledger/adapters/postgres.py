@@ -161,8 +161,11 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         ).format(schema, table)
         #: the texts of one stream's queries (by filter), made once each (:meth:`select_events`)
         self._stream_texts: dict[str, str] = {}
-        self._select_streams = self._select + SQL(
-            " WHERE originator_id = ANY(%s::uuid[]) ORDER BY originator_id, originator_version")
+        self._select_streams = SQL(
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {0}.{1} e "
+            "JOIN unnest(%s::uuid[], %s::bigint[]) AS w(id, after) "
+            "ON e.originator_id = w.id AND e.originator_version > w.after "
+            "ORDER BY e.originator_id, e.originator_version").format(schema, table)
         #: writers' turns on contended streams (``adapters/turns.py``)
         self.turns = AdvisoryTurns(self.datastore, self.datastore.lock_timeout, SQL(
             "SELECT originator_id, originator_version, topic, state FROM {0}.{1} "
@@ -350,16 +353,19 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             rows = curs.fetchall()
         return stream_events(originator_id, rows, UUID)  # the rows' own ids are UUIDs
 
-    def select_streams(self, streams: Sequence[UUID]) -> dict[UUID, list[StoredEvent]]:
-        """Every event of these streams, by stream and in order, in one query (binary)."""
+    def select_streams(self, streams: Sequence[UUID], after: Sequence[int] | None = None,
+                       ) -> dict[UUID, list[StoredEvent]]:
+        """The events of these streams (of each, those after its version in ``after``;
+        ``None``: all), by stream and in order, in one query (binary)."""
         found: dict[UUID, list[StoredEvent]] = {stream: [] for stream in streams}
         if not streams:
             return found
+        versions = list(after) if after is not None else [0] * len(streams)
         with self.datastore.get_connection() as conn, conn.cursor(
             binary=True, row_factory=tuple_row
         ) as curs:
-            curs.execute(self._select_streams, (list(streams),), prepare=True)
-            for _, stream, version, topic, state, _ in curs.fetchall():
+            curs.execute(self._select_streams, (list(streams), versions), prepare=True)
+            for stream, version, topic, state in curs.fetchall():
                 found[stream].append(StoredEvent(stream, version, topic, state))
         return found
 

@@ -8,7 +8,7 @@ answer reflects every write the store had committed when it was asked, through a
 (PostgreSQL commits notification ids in the order they are given, under the append's table
 lock; SQLite has one writer), and costs the search plus the new events, not a load of the
 whole cloud. The first answer loads every provider (``catalog.providers`` and one
-``get_short_many``).
+``get_many``).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class CandidatesSource:
         return self._index
 
     def _load(self, index: CloudIndex, streams: list[Any]) -> None:
-        loaded = self.store.get_short_many(streams)
+        loaded = self.store.get_many(streams)
         live = []
         for stream, p in loaded.items():
             if not isinstance(p, Provider):
@@ -107,7 +107,7 @@ class CandidatesSource:
 def provider_snapshots(store: EventStore) -> list[ProviderSnapshot]:
     """Every live provider, in order of registration."""
     entries = catalog.providers(store)
-    loaded = store.get_short_many(provider_stream_id(u) for u in entries)
+    loaded = store.get_many(provider_stream_id(u) for u in entries)
     found = [p for p in loaded.values() if isinstance(p, Provider) and not p.deleted]
     return [snapshot(p) for p in found]
 

@@ -641,17 +641,23 @@ class Ledger:
         uuid = canonical_uuid(provider_uuid)
         return guarded_read(lambda: ProviderView.of(self._reader().provider(uuid)))
 
-    def providers_many(self, provider_uuids: Iterable[str]) -> dict[str, ProviderView]:
+    def providers_many(self, provider_uuids: Iterable[str], *,
+                       from_snapshots: bool = True) -> dict[str, ProviderView]:
         """Many live providers at once, by UUID (those absent or deleted left out), read in
         one query per thousand where the store has a query for many streams (PostgreSQL):
-        what reading each with :meth:`provider` costs one round trip for."""
+        what reading each with :meth:`provider` costs one round trip for. Those this
+        process has cached are brought up to date in that query; each of the others is
+        read from its last snapshot in a query of its own, or, with ``from_snapshots``
+        false, whole in the shared query (for providers with short histories: just
+        imported, say)."""
         wanted = [canonical_uuid(u) for u in provider_uuids]
 
         def views() -> dict[str, ProviderView]:
             found: dict[str, ProviderView] = {}
             for start in range(0, len(wanted), 1000):
-                loaded = self.store.get_short_many(
-                    provider_stream_id(u) for u in wanted[start:start + 1000])
+                loaded = self.store.get_many(
+                    (provider_stream_id(u) for u in wanted[start:start + 1000]),
+                    from_snapshots=from_snapshots)
                 found.update((p.uuid, ProviderView.of(p)) for p in loaded.values()
                              if isinstance(p, Provider) and not p.deleted)
             return found
@@ -695,7 +701,7 @@ class Ledger:
             open_ids = [consumer_stream_id(u)
                         for u in catalog.migrations(self.store, in_flight_only=True)]
             return [MigrationView.of(found)
-                    for found in self.store.get_short_many(open_ids).values()
+                    for found in self.store.get_many(open_ids).values()
                     if isinstance(found, Migration) and found.in_flight]
 
         views = guarded_read(in_flight)

@@ -203,7 +203,7 @@ class UnitOfWork:
             [(stream, uuid)] = wanted.items()
             self._remember(uuid, self._store.get(stream, short=True))
         elif wanted:
-            for stream, found in self._store.get_short_many(wanted).items():
+            for stream, found in self._store.get_many(wanted).items():
                 self._remember(wanted[stream], found)
 
     def migration(self, migration_uuid: str) -> Migration:

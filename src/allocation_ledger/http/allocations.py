@@ -190,8 +190,10 @@ def show_allocations(ctx: Ctx) -> Reply:
 
 def serialize_consumer(ctx: Ctx, view: ConsumerView) -> dict[str, Any]:
     """A consumer's allocations as Placement shows them at the request's version."""
+    providers = ctx.ledger.providers_many(view.allocations)  # one query for them all
     body: dict[str, Any] = {"allocations": {
-        rp: {"generation": ctx.ledger.provider(rp).generation, "resources": dict(r)}
+        rp: {"generation": (providers.get(rp) or ctx.ledger.provider(rp)).generation,
+             "resources": dict(r)}
         for rp, r in view.allocations.items()}}
     if view.allocations and ctx.at_least(1, 12):
         body["project_id"], body["user_id"] = view.project_id, view.user_id

@@ -325,7 +325,8 @@ def check(ledger: Ledger, data: PlacementData,
     if custom != data.custom_traits:
         found.append(f"custom traits {custom} in the ledger, {data.custom_traits} in Placement")
     usages = data.usages()
-    views = ledger.providers_many(p.uuid for p in data.providers)  # one query per thousand
+    # one query per thousand: the providers were just imported, their histories are short
+    views = ledger.providers_many((p.uuid for p in data.providers), from_snapshots=False)
     for p in data.providers:
         view = views.get(p.uuid)
         if view is None:

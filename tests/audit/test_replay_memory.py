@@ -92,7 +92,11 @@ def held_by_export_alone(cycles: int, max_names: int) -> int:
 
 
 def test_the_ledger_export_remembers_a_bounded_number_of_stream_names() -> None:
-    assert held_by_export_alone(200, 4) <= held_by_export_alone(20, 4) + 1000
+    # Remembering every name, 200 cycles hold about 80 kB more than 20 (checked below, so
+    # the measure can fail); bounded, the difference is what the allocator's and the
+    # dicts' sizes vary by from run to run (a few kB either way).
+    assert held_by_export_alone(200, 4) <= held_by_export_alone(20, 4) + 15_000
+    assert held_by_export_alone(200, 10**6) > held_by_export_alone(20, 10**6) + 50_000
 
 
 def test_the_ledger_export_names_every_stream_however_few_it_remembers(

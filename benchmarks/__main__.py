@@ -92,6 +92,8 @@ def parser() -> argparse.ArgumentParser:
                              "the target's: 100000,1000000)")
     parser.add_argument("--scale-hosts", type=values.count, default=None,
                         help="T5's hosts (default 10,000, quick 200; the target's: 100,000)")
+    parser.add_argument("--serve-workers", type=values.count, default=None,
+                        help="T6's serve --workers (default: one per core)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a target is missed")
     parser.add_argument("--json", action="store_true",
@@ -111,7 +113,7 @@ def settings_of(args: argparse.Namespace) -> settings.Settings | None:
         batch_sizes=args.batch_sizes, grow_to=args.grow_to,
         small_history=args.small_history, history_claims=args.history_claims,
         threads=args.threads, ratios=args.ratios, replay_events=args.replay_events,
-        scale_hosts=args.scale_hosts,
+        scale_hosts=args.scale_hosts, serve_workers=args.serve_workers,
     )
     if chosen.duration <= 0 or chosen.grow_to < chosen.small_history \
             or len(chosen.replay_events) != 2:

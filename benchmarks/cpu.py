@@ -109,18 +109,26 @@ class Meter:
     process of this machine. ``postgres_url`` is any URL of the server (``None``: no
     backend, as for SQLite); the meter's own connection is left out of the backends."""
 
-    def __init__(self, postgres_url: str | None = None, pid: int | None = None) -> None:
+    def __init__(self, postgres_url: str | None = None, pid: int | None = None, *,
+                 descendants: bool = False) -> None:
         self._pid = pid
+        #: with ``descendants``, ``pid``'s child processes (``serve --workers``) count too
+        self._descendants = descendants and pid is not None
+        self._clients: dict[int, float] = {}
         self._conn = (psycopg.connect(conninfo(postgres_url), autocommit=True)
                       if postgres_url and postgres_url.startswith("postgres") else None)
         self._own = self._conn.info.backend_pid if self._conn is not None else 0
         self._seen: dict[int, float] = {}
 
+    def _processes(self) -> list[int]:
+        me = self._pid or os.getpid()
+        return [me, *descendants(me)] if self._descendants else [me]
+
     def backends(self) -> list[int]:
         """Process ids of the backends serving the client now."""
         if self._conn is None:
             return []
-        ports = tcp_ports(self._pid or os.getpid())
+        ports = set().union(*(tcp_ports(pid) for pid in self._processes()))
         if not ports:
             return []
         rows = self._conn.execute(
@@ -131,7 +139,12 @@ class Meter:
     def read(self) -> Cpu:
         """CPU so far: the client's, and the backends' (each counted from when first met,
         and as last met once it is gone)."""
-        client = time.process_time() if self._pid is None else process_cpu(self._pid)
+        if self._pid is None:
+            client = time.process_time()
+        else:  # each process counted from when first met, and as last met once gone
+            for pid in self._processes():
+                self._clients[pid] = process_cpu(pid)
+            client = sum(self._clients.values())
         for pid in self.backends():
             self._seen[pid] = on_cpu(pid)
         return Cpu(client, sum(self._seen.values()))
@@ -153,6 +166,24 @@ def measured(meter: Meter, work: Callable[[], object]) -> tuple[object, Cpu]:
     before = meter.read()
     result = work()
     return result, meter.read() - before
+
+
+def descendants(pid: int) -> list[int]:
+    """The process ids of every live descendant of process ``pid``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, pending = [], list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending += children.get(child, [])
+    return found
 
 
 def child_with(argument: str) -> int | None:

@@ -48,6 +48,8 @@ class Settings:
     replay_events: tuple[int, ...] = (10_000, 100_000)
     #: hosts of T5's large cloud (the target's: 100,000)
     scale_hosts: int = 10_000
+    #: ``serve --workers`` of T6 (by default one per core, as the target asks)
+    serve_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     #: T1-T6 ("with" the other figures, "only" them, or "skip" them)
     ratios: str = "with"
     quick: bool = False

@@ -364,16 +364,18 @@ class FileLocks:
         _every.add(self)
 
     def _open(self) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        # Opened and noted under the mutex, which a fork waits for (_before_fork): a child
+        # never inherits a description it does not know to close.
         with self._mutex:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             self._open_fds.add(fd)
         return fd
 
     def release(self, fd: int) -> None:
         """Let go of the lock :meth:`take` gave (close its description)."""
-        with self._mutex:
+        with self._mutex:  # (closed before a fork, or closed by the child: see _open)
             self._open_fds.discard(fd)
-        os.close(fd)
+            os.close(fd)
 
     def take(self, key: Key, timeout: float) -> int | None:
         """A descriptor of a description holding ``key`` (closing it lets go), or None if
@@ -437,9 +439,25 @@ class FileLocks:
                 return
 
 
+def _before_fork() -> None:
+    """Hold every mutex across a fork, so that no description is being opened or closed
+    at that moment (one the child inherits unnoted would keep the parent's lock held
+    after the parent let go)."""
+    _forking[:] = list(_every)
+    for locks in _forking:
+        locks._mutex.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    for locks in _forking:
+        locks._mutex.release()
+    _forking.clear()
+
+
 def _after_fork() -> None:
     """A child process has none of its parent's helper threads and holds none of its
     locks: it closes its copies of the parent's descriptions."""
+    _forking.clear()
     for locks in list(_every):
         for fd in locks._open_fds:
             with contextlib.suppress(OSError):
@@ -450,8 +468,10 @@ def _after_fork() -> None:
 
 
 _every: weakref.WeakSet[FileLocks] = weakref.WeakSet()
+_forking: list[FileLocks] = []
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork)
 
 
 class FileTurns(Turns):

@@ -92,3 +92,25 @@ def test_a_consumers_view_reads_its_providers_in_one_query(
             h: ledger.provider(h).generation for h in hosts}
         assert body["consumer_generation"] == vm.generation
     assert reads[6] == reads[1] == 1, reads
+
+
+def test_a_stream_another_thread_caches_meanwhile_is_still_read(durable_url: str) -> None:
+    with open_ledger(durable_url) as ledger:
+        host, other = a_host(ledger), a_host(ledger)
+        streams = [provider_stream_id(host), provider_stream_id(other)]
+        with open_ledger(durable_url) as reader:
+            store = reader.store
+            store.get(streams[1])  # cached, then moved on by another writer
+            ledger.set_inventory(other, "VCPU", {"total": 9}, 1)
+            select = store._select_streams
+
+            def meanwhile(*args: Any) -> Any:
+                found = select(*args)
+                for stream in streams:  # another thread reads both in between
+                    store.get(stream)
+                return found
+
+            store._select_streams = meanwhile  # type: ignore[method-assign]
+            many = store.get_many(streams)
+            assert {s: _state(a) for s, a in many.items()} == {
+                s: _state(ledger.store.get(s)) for s in streams}

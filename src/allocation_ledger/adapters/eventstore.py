@@ -233,6 +233,7 @@ class EventStore(Application[UUID]):
                 found[stream] = self.get(stream)
         rest = [stream for stream in wanted if stream not in found]
         after = {s: known[s].version if s in known else 0 for s in rest}
+        moved: list[UUID] = []  # streams another thread cached or advanced meanwhile
         for stream, stored in self._select_streams(rest, list(after.values())).items():
             events = [self.mapper.to_domain_event(e) for e in stored]
             base = known.get(stream)
@@ -245,12 +246,12 @@ class EventStore(Application[UUID]):
                 elif current is not None and current is base and (
                         base.version == after[stream]):  # (no other thread advanced it)
                     aggregate = project(base, events)  # the cached copy, brought up to date
-                else:  # the cache moved meanwhile: read it as get does, below
-                    found[stream] = None
+                else:
+                    moved.append(stream)
                     continue
             found[stream] = None if aggregate is None else working_copy(aggregate)
-        for stream in [s for s in rest if s in known and found.get(s) is None]:
-            found[stream] = self.get(stream)  # (a cached stream exists: never None)
+        for stream in moved:  # read as get reads it
+            found[stream] = self.get(stream)
         return {stream: found[stream] for stream in wanted}
 
     def _select_streams(self, streams: list[UUID], after: list[int],

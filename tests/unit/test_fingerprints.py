@@ -6,6 +6,8 @@ per distinct request, must also be what validating it every time gave."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -152,3 +154,25 @@ def test_a_recorded_command_keeps_the_fingerprint_of_its_arguments_as_given() ->
         handle(ledger.store, ledger.policy, changing, cmd, it, lambda _: None)
         assert ledger.command("fingerprint-timing-1").fingerprint == asked
         assert fingerprint("claim", (cmd,)) != asked  # the input did change
+
+
+def _reference(name: str, args: list[Any]) -> str:
+    """The fingerprint as the standard library's encoder alone writes it."""
+    canonical = json.dumps([name, args], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+EVERY_ASCII = "".join(map(chr, range(128)))
+
+
+@pytest.mark.parametrize("args", [
+    [EVERY_ASCII], ["\x7f"], ["tab\there", "line\nbreak", "quote\"back\\slash/"],
+    [{"b": 1, "B": 2, "_": 3, "~": 4, "a": {"z": [], "y": {}}, "": None}],
+    [{"k": [True, False, None, 0, -1, 2**63 - 1, -(2**63), 2**64 - 1]}],
+    [2**64], [{"x": 1.5}], ["ü"], [{"\u2028": "\x7f"}],
+])
+def test_the_fingerprint_is_what_the_standard_library_writes(args: list[Any]) -> None:
+    """Plain ASCII JSON is written by ``orjson``, anything else by the standard library: the
+    bytes hashed are the same either way (a DEL, which ``ensure_ascii`` escapes and
+    ``orjson`` does not, among them)."""
+    assert fingerprint("x", args) == _reference("x", args)

@@ -36,7 +36,10 @@ def is_plain(value: Any) -> bool:
     encoder write identically."""
     kind = type(value)
     if kind is dict:
-        return all(type(key) is str for key in value) and _plain_items(value.values())
+        for key in value:
+            if type(key) is not str:
+                return False
+        return _plain_items(value.values())
     if kind is list:
         return _plain_items(value)
     return _plain_items((value,))
@@ -96,7 +99,13 @@ class PlainMapper(Mapper[UUID]):
         assert isinstance(self.transcoder, JSONTranscoder)
         typed: dict[str, Any] = {}
         for key, value in state.items():
-            if is_plain(value):
+            kind = type(value)  # the leaves most values are, checked here without a call
+            if kind is str or value is None or kind is bool:
+                continue
+            if kind is int:
+                if _LOWEST <= value < _BEYOND:
+                    continue
+            elif is_plain(value):
                 continue
             transcoding = self.transcoder.types.get(type(value))
             if transcoding is None:

@@ -188,7 +188,7 @@ class EventStore(Application[UUID]):
         newer events: only for a write that appends to that stream, whose append the store
         refuses if the copy was stale (the write is then run again with fresh reads).
         """
-        stream = UUID(str(stream_id))
+        stream = stream_id if type(stream_id) is UUID else UUID(str(stream_id))
         with self._read_locks[stream.int % len(self._read_locks)]:
             cache = self.repository.cache
             if cached and cache is not None:

@@ -28,7 +28,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 from urllib.request import pathname2url
 from uuid import UUID
@@ -98,21 +98,27 @@ class StatementCachingDatastore(SQLiteDatastore):
 
     @contextmanager
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
-        with ExitStack() as stack:
-            if commit or self.in_memory:  # writers first, as the library's pool
-                stack.enter_context(self.writer)
+        writer = self.writer if commit or self.in_memory else None  # writers first, as
+        if writer is not None:  # the library's pool
+            writer.acquire()
+        try:
             if not self.slots.acquire(timeout=CONNECTION_WAIT):
                 raise ConnectionUnavailableError(
                     f"no SQLite connection free within {CONNECTION_WAIT}s")
-            stack.callback(self.slots.release)
-            with self.guard:
-                conn = self.idle.pop() if self.idle else None
-            conn = conn or self.connect()
             try:
-                yield conn
-            finally:
                 with self.guard:
-                    self.idle.append(conn)
+                    conn = self.idle.pop() if self.idle else None
+                conn = conn or self.connect()
+                try:
+                    yield conn
+                finally:
+                    with self.guard:
+                        self.idle.append(conn)
+            finally:
+                self.slots.release()
+        finally:
+            if writer is not None:
+                writer.release()
 
     def connect(self) -> SQLiteConnection:
         options: dict[str, Any] = {

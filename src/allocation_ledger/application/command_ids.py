@@ -41,10 +41,12 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Any, Protocol, TypeVar
 from uuid import UUID, uuid4
 
+import orjson
 import psycopg
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from pydantic import BaseModel
 
+from allocation_ledger.adapters.encoding import is_plain
 from allocation_ledger.adapters.eventstore import EventStore, project
 from allocation_ledger.application.inputs import RequestIn, request_meta
 from allocation_ledger.application.policy import WritePolicy
@@ -113,8 +115,12 @@ def fingerprint(name: str, inputs: Inputs) -> str:
     the same byte for byte; ``tests/unit/test_fingerprints.py`` holds stored values)."""
     args = [i.model_dump(mode="json") if isinstance(i, BaseModel) else _keyed(i)
             for i in inputs]
-    canonical = json.dumps([_keyed(name), args], sort_keys=True, separators=(",", ":"),
-                           default=str)
+    value = [_keyed(name), args]
+    if is_plain(value):  # orjson writes plain JSON as the standard library does, but for
+        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)  # the characters that
+        if encoded.isascii() and b"\x7f" not in encoded:  # ensure_ascii escapes
+            return hashlib.sha256(encoded).hexdigest()
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -216,7 +216,8 @@ def _draw(rows: list[dict[str, Any]], folder: Path, other: str) -> Path:
     categories: list[str] = []
     parts: dict[str, list[float]] = {}
     for row in rows:
-        for name, label in (("other", f"before ({other})"), ("this", "after")):
+        before = "before" if other == "before" else f"before ({other})"
+        for name, label in (("other", before), ("this", "after")):
             categories.append(f"{TITLES.get(row['store'], row['store'])}, "
                               f"{row['threads']} thr., {label}")
             for part, us in row["cpu_us_by_part"][name].items():

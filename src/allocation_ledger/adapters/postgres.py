@@ -353,18 +353,17 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
             rows = curs.fetchall()
         return stream_events(originator_id, rows, UUID)  # the rows' own ids are UUIDs
 
-    def select_streams(self, streams: Sequence[UUID], after: Sequence[int] | None = None,
+    def select_streams(self, streams: Sequence[UUID], after: Sequence[int],
                        ) -> dict[UUID, list[StoredEvent]]:
-        """The events of these streams (of each, those after its version in ``after``;
-        ``None``: all), by stream and in order, in one query (binary)."""
+        """The events of these streams, of each those after its version in ``after`` (0:
+        all), by stream and in order, in one query (binary)."""
         found: dict[UUID, list[StoredEvent]] = {stream: [] for stream in streams}
         if not streams:
             return found
-        versions = list(after) if after is not None else [0] * len(streams)
         with self.datastore.get_connection() as conn, conn.cursor(
             binary=True, row_factory=tuple_row
         ) as curs:
-            curs.execute(self._select_streams, (list(streams), versions), prepare=True)
+            curs.execute(self._select_streams, (list(streams), list(after)), prepare=True)
             for stream, version, topic, state in curs.fetchall():
                 found[stream].append(StoredEvent(stream, version, topic, state))
         return found

@@ -39,7 +39,7 @@ class Auditor:
         self.findings: list[Finding] = []
         self.events = 0
         self._after_event = after_event
-        self._splitter = CommandEnds()
+        self._commands = CommandEnds()
         self._usage: dict[Key, Where] = {}  # pairs touched by the command being applied
         self._devices: dict[Key, Where] = {}
         #: problems seen and not yet mended, per (provider, class) and aspect checked
@@ -57,7 +57,7 @@ class Auditor:
                                             f"{entry.stream} cannot be read: {entry.error}"))
             return
         event = entry.event
-        if self._splitter.opens_command(event):
+        if self._commands.opens_command(event):
             self.end_command()
         aggregate = self.state.aggregates.get(entry.stream)
         before = _before(aggregate, event)

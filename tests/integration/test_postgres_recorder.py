@@ -58,6 +58,61 @@ def test_reads_the_rows_the_library_reads(ledger: Ledger, start: int | None, lim
     assert all(type(n.state) is bytes for n in ours)
 
 
+@pytest.mark.parametrize("start, limit, stop, inclusive", [
+    (10, 50, 9, True), (10, 50, 10, False), (10, 50, 10, True), (10, 1, 10_000, False),
+    (1, 3, 2, True),
+])
+def test_a_stop_at_or_before_the_start_and_a_limit_past_it_read_as_the_library(
+        ledger: Ledger, start: int, limit: int, stop: int, inclusive: bool) -> None:
+    recorder = _recorder(ledger)
+    ours = recorder.select_notifications(start, limit, stop, inclusive_of_start=inclusive)
+    theirs = PostgresApplicationRecorder.select_notifications(
+        recorder, start, limit, stop, inclusive_of_start=inclusive)
+    assert ours == theirs
+
+
+def test_pages_up_to_a_stop_read_each_row_once_without_statistics(pg_url: str) -> None:
+    """A catch-up reads the ledger in pages up to the head it saw. On a table the planner
+    has no statistics for (a ledger grown fast, or just restored) a query bounded by that
+    head read the whole range left and sorted it for every page: the rows read grew with
+    the square of the catch-up's length. Each page must read about its own rows."""
+    with open_ledger(pg_url) as opened:
+        populate(opened, seed=11, steps=150)
+        schema, table = _recorder(opened).names.schema, _recorder(opened).names.events
+    before = _settled(pg_url, schema, table)  # a backend flushes its statistics as it ends
+    with open_ledger(pg_url) as opened:
+        recorder = _recorder(opened)
+        head = recorder.max_notification_id() or 0
+        start, pages = 1, 0
+        while start <= head:
+            start = recorder.select_notifications(start, 20, stop=head)[-1].id + 1
+            pages += 1
+    read = _settled(pg_url, schema, table) - before
+    assert head >= 200 and pages >= 10
+    assert head <= read <= 2 * head, f"{read} rows read for {head} events in {pages} pages"
+
+
+def _settled(url: str, schema: str, table: str) -> int:
+    """Rows of ``table`` read so far, once the count stops moving (the ledger's backends
+    flush their statistics as they end, a moment after their connections close)."""
+    deadline, last = time.monotonic() + 15, -1
+    while True:
+        time.sleep(0.5)
+        now = _rows_read(url, schema, table)
+        if now == last or time.monotonic() > deadline:
+            return now
+        last = now
+
+
+def _rows_read(url: str, schema: str, table: str) -> int:
+    with psycopg.connect(conninfo(url), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) "
+            "FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
+            (schema, table)).fetchone()
+    return int(row[0]) if row else 0
+
+
 def test_appends_and_refuses_like_the_library(ledger: Ledger) -> None:
     recorder = _recorder(ledger)
     head = recorder.max_notification_id() or 0

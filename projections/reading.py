@@ -1,7 +1,11 @@
-"""Reading the ledger in order, a page ahead of the runner.
+"""Reading the ledger in order, a page ahead of the runner on PostgreSQL.
 
 While the runner applies one page of events and writes their rows, a thread fetches and
-decodes the next page, so the database's round trips overlap the runner's work.
+decodes the next page, so the database's round trips overlap the runner's work. That pays
+only where the read waits for a server: a SQLite or in-memory read is the process's own
+Python work under the GIL, which a second thread only contends for (a rebuild of 100,000
+events took 15% more CPU and no less time read ahead: ``docs/benchmarks.md``), so those
+stores are read page by page in the runner's thread.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
+from eventsourcing.postgres import PostgresApplicationRecorder
 
 from allocation_ledger.adapters.decoding import UNREADABLE, Decoder
 from allocation_ledger.adapters.notifications import chain_hash
@@ -93,6 +98,17 @@ def pages(store: Application[Any], after: int, head: int, size: int,
         return decode(store, found), (
             {n.id: chain_hash(n) for n in found} if hashes is not None else {})
 
+    if not isinstance(store.recorder, PostgresApplicationRecorder):
+        start = after + 1
+        while start <= head:
+            page, hashed = fetch(start)
+            if not page:
+                return
+            if hashes is not None:
+                hashes.update(hashed)
+            yield page
+            start = page[-1][0] + 1
+        return
     with ThreadPoolExecutor(1, thread_name_prefix="ledger-pages") as pool:
         ahead: Future[tuple[list[Event], dict[int, bytes | None]]] | None = pool.submit(
             fetch, after + 1)

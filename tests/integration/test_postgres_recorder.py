@@ -92,6 +92,25 @@ def test_pages_up_to_a_stop_read_each_row_once_without_statistics(pg_url: str) -
     assert head <= read <= 2 * head, f"{read} rows read for {head} events in {pages} pages"
 
 
+def test_many_streams_are_read_by_their_keys_without_statistics(pg_url: str) -> None:
+    """``select_streams`` (a consumer's providers, a batch's consumers) on a table the
+    planner has no statistics for: the streams' own rows are read, not the whole table."""
+    with open_ledger(pg_url) as opened:
+        populate(opened, seed=11, steps=150)
+        recorder = _recorder(opened)
+        schema, table = recorder.names.schema, recorder.names.events
+        events = recorder.select_notifications(1, 10_000)
+        streams = list(dict.fromkeys(n.originator_id for n in events))[-20:]
+    wanted = sum(1 for n in events if n.originator_id in set(streams))
+    before = _settled(pg_url, schema, table)
+    with open_ledger(pg_url) as opened:
+        found = _recorder(opened).select_streams(streams, [0] * len(streams))
+    read = _settled(pg_url, schema, table) - before
+    assert sum(len(v) for v in found.values()) == wanted
+    assert len(events) >= 10 * wanted
+    assert read <= 2 * wanted, f"{read} rows read for {wanted} events of {len(streams)} streams"
+
+
 def _settled(url: str, schema: str, table: str) -> int:
     """Rows of ``table`` read so far, once the count stops moving (the ledger's backends
     flush their statistics as they end, a moment after their connections close)."""

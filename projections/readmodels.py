@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, Table, delete, func, select
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.projections import catalog, tables, tracking
 from allocation_ledger.projections.runner import Runner, bound_positions
-from allocation_ledger.projections.store import empty, open_engine
+from allocation_ledger.projections.store import analyse, empty, open_engine
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,12 @@ class ReadModels:
         return self._report(runner, time.perf_counter() - started)
 
     def rebuild(self, stop: threading.Event | None = None, **options: Any) -> Report:
-        """Empty the tables and replay the whole ledger into them."""
+        """Empty the tables and replay the whole ledger into them (then, on PostgreSQL,
+        analyse them: ``store.analyse``)."""
         self.reset()
-        return self.resume(stop, **options)
+        report = self.resume(stop, **options)
+        analyse(self.engine, [*self._owned(), tables.streams])
+        return report
 
     def follow(self, stop: threading.Event, poll_interval: float = 1.0,
                **options: Any) -> None:
@@ -111,7 +114,7 @@ class ReadModels:
         """Delete every row of these projections and set their positions to 0, at once."""
         for p in self.projections:
             tracking.ensure(self.engine, p.name, self.store.name)
-        owned = [group.table for p in self.projections for group in p.groups]
+        owned = self._owned()
         everything = {p.name for p in self.projections} == set(catalog.NAMES)
         with self.engine.begin() as conn:
             for p in self.projections:
@@ -120,6 +123,9 @@ class ReadModels:
             if not everything:
                 conn.execute(delete(tables.streams).where(
                     tables.streams.c.projection.in_([p.name for p in self.projections])))
+
+    def _owned(self) -> list[Table]:
+        return [group.table for p in self.projections for group in p.groups]
 
     # -- reading -----------------------------------------------------------------------
 

@@ -217,6 +217,18 @@ def relax_durability(conn: Connection) -> None:
         conn.execute(text("SET LOCAL synchronous_commit = off"))
 
 
+def analyse(engine: Engine, written: Sequence[Table]) -> None:
+    """Give PostgreSQL's planner fresh statistics of tables just filled (a rebuild): until
+    autovacuum gets to them it plans them as it last saw them, emptied, and a follower's
+    lookup of 50 stream names read a projection's whole map (51 ms at 25,000 names, 1.6 ms
+    analysed). A table the role does not own is skipped, with the server's warning.
+    Elsewhere nothing: SQLite plans by its indexes alone."""
+    if engine.dialect.name != "postgresql" or not written:
+        return
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE " + ", ".join(f'"{t.name}"' for t in written)))
+
+
 def empty(conn: Connection, emptied: Sequence[Table]) -> None:
     """Delete every row of these tables in the connection's transaction: PostgreSQL's
     TRUNCATE (a rebuild then inserts into clean tables and indexes, not beside the dead

@@ -177,6 +177,18 @@ def test_growth_is_valid_history() -> None:
         assert_invariants(ledger)
 
 
+def test_bench_hosts_are_named_by_their_whole_uuid() -> None:
+    # Eight hex digits of the UUID collided among T5's 100,000 hosts more often than not
+    # (ProviderNameTaken halfway through registering them): two UUIDs that share them are
+    # still two names.
+    with open_ledger("memory://") as ledger:
+        first = a_host(ledger, host="0badcafe-0000-4000-8000-000000000001")
+        second = a_host(ledger, host="0badcafe-0000-4000-8000-000000000002")
+
+        assert ledger.provider(first).name == f"bench-host-{first}"
+        assert ledger.provider(second).name == f"bench-host-{second}"
+
+
 def test_before_after_measures_both_checkouts_and_draws_their_cpu_by_part(
         tmp_path: Path) -> None:
     done = subprocess.run(

@@ -27,6 +27,7 @@ Beside each, the wall-clock form of the same ratio, and the old ratio to the one
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,8 @@ from benchmarks.writers import FLOOR, SHARED, run_writers
 Progress = Callable[[str], None]
 #: Slices of each side of a CPU ratio (T1, T2, T5, T6), alternating.
 ROUNDS = 4
+#: Rounds of T5, each a turn of each side (its ratio is the median of the rounds').
+SCALE_ROUNDS = 16
 #: Writer processes of T3 when ``writers`` asks for no more than one.
 WRITERS = 8
 
@@ -107,12 +110,34 @@ def timed(meter: Meter, work: Callable[[], int]) -> Taken:
 def alternating(meter: Meter, works: Sequence[Callable[[], int]],
                 rounds: int = ROUNDS) -> list[Taken]:
     """Each of ``works`` timed ``rounds`` times, in turns whose order rotates."""
-    taken = [Taken() for _ in works]
+    return [sum(turns, Taken()) for turns in zip(*by_round(meter, works, rounds), strict=True)]
+
+
+def by_round(meter: Meter, works: Sequence[Callable[[], int]],
+             rounds: int = ROUNDS) -> list[list[Taken]]:
+    """Each of ``works`` timed once a round, ``rounds`` rounds, the order rotating; each
+    round's turns, in the order of ``works``."""
+    found = []
     for i in range(rounds):
         shift = i % len(works)
+        turns: list[Taken] = [Taken()] * len(works)
         for k in [*range(shift, len(works)), *range(shift)]:
-            taken[k] = taken[k] + timed(meter, works[k])
-    return taken
+            turns[k] = timed(meter, works[k])
+        found.append(turns)
+    return found
+
+
+def round_ratios(pairs: Sequence[Sequence[Taken]]) -> list[float]:
+    """Each round's first claims/s over its second (rounds whose second did nothing left
+    out)."""
+    return [round(a.rate / b.rate, 3) for a, b in pairs if b.rate > 0]
+
+
+def median_ratio(ratios: Sequence[float]) -> float | None:
+    """The median of rounds' ratios, each round's two turns taken back to back: a stall of
+    the machine in one turn moves one round's ratio, where it would move a pooled ratio by
+    its whole weight."""
+    return round(statistics.median(ratios), 3) if ratios else None
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -297,16 +322,22 @@ def many_hosts(ledger: Ledger, count: int, batch: int = 500) -> list[str]:
 
 
 def scale(url: str, settings: Settings) -> dict[str, Any]:
-    """T5: claims on ``scale_hosts`` hosts, each met once before, beside claims on 10."""
-    piece = settings.duration / ROUNDS
+    """T5: claims on ``scale_hosts`` hosts, each met once before, beside claims on 10, in
+    :data:`SCALE_ROUNDS` short rounds; the ratio is the median of the rounds' (both sides
+    cost the same per claim: one append, the host from the cache, so what moves a pooled
+    ratio is whatever else the machine did during one turn)."""
+    piece = settings.duration / SCALE_ROUNDS
     with open_ledger(url) as ledger, Meter(url) as meter:
         few = many_hosts(ledger, 10)
         many = many_hosts(ledger, settings.scale_hosts)
         on_many, on_few = _round_robin(ledger, many), _round_robin(ledger, few)
-        spread, ten = alternating(meter, [lambda: run_for(on_many, piece).count,
-                                          lambda: run_for(on_few, piece).count])
+        rounds = by_round(meter, [lambda: run_for(on_many, piece).count,
+                                  lambda: run_for(on_few, piece).count], SCALE_ROUNDS)
+    spread, ten = (sum(turns, Taken()) for turns in zip(*rounds, strict=True))
+    ratios = round_ratios(rounds)
     return {"hosts": settings.scale_hosts, "many": spread.to_dict(), "ten": ten.to_dict(),
-            "t5": _ratio(spread.rate, ten.rate),
+            "round_ratios": ratios, "t5": median_ratio(ratios),
+            "t5_pooled": _ratio(spread.rate, ten.rate),
             "t5_cpu": _ratio(ten.each.total, spread.each.total)}
 
 
@@ -413,8 +444,8 @@ def targets(store: str, found: dict[str, Any]) -> list[Target]:
          r["t4_rebuild"], _at_least(0.4), r["t4_rebuild_wall"], None),
         ("T4", f"peak RSS {large:,} / {small:,} events", "<= 1.1", r["t4_rss"],
          _at_most(1.1), None, None),
-        ("T5", f"claims/s on {s['hosts']:,} hosts / on 10", ">= 0.9", s["t5"],
-         _at_least(0.9), s["t5"], None),
+        ("T5", f"claims/s on {s['hosts']:,} hosts / on 10, median",
+         ">= 0.9", s["t5"], _at_least(0.9), s["t5_pooled"], None),
         ("T6", f"serve --workers {h.get('workers', 1)}, {h['clients']} clients / in-process "
                 "claims/s", ">= 0.7", h["t6"],
          _at_least(0.7), h["t6"], None),

@@ -133,6 +133,10 @@ def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
     assert found["scaling"]["writers"] == 2
     assert found["replay"]["sizes"] == [300, 600]
     assert found["scale"]["hosts"] == 20
+    # T5 is the median of its rounds' ratios (16 rounds, each a turn of each side)
+    assert len(found["scale"]["round_ratios"]) == 16
+    assert found["scale"]["t5"] == pytest.approx(
+        statistics.median(found["scale"]["round_ratios"]), abs=0.001)
     printed = capsys.readouterr().out
     assert "CPU ratios (T1-T6)" in printed
     for key in ("T1", "T2", "T3", "T4", "T5", "T6"):

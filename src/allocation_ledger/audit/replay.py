@@ -17,12 +17,12 @@ from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
 from allocation_ledger.audit.ledger_events import Entry
-from allocation_ledger.audit.state import LedgerState
+from allocation_ledger.audit.state import LedgerState, kind_of
 from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.consumer import Consumer
+from allocation_ledger.domain.holdings import NOTHING, Holding
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
-from allocation_ledger.domain.reallocation import Holding
 
 #: Called after each event with the event and the aggregate as replayed (snapshot checks).
 AfterEvent = Callable[[Where, Any], list[Finding]]
@@ -50,36 +50,38 @@ class Auditor:
     def observe(self, entry: Entry) -> None:
         """Apply and check one ledger event."""
         self.events += 1
-        where = Where(entry.position, entry.time, entry.stream)
-        if entry.event is None:
+        event, stream, state = entry.event, entry.stream, self.state
+        where = _where(entry.position, event.timestamp if event is not None else None, stream)
+        if event is None:
             self.findings.append(Finding.at(where, f.UNREADABLE,
                                             f"event {entry.topic} v{entry.version} of stream "
                                             f"{entry.stream} cannot be read: {entry.error}"))
             return
-        event = entry.event
         if self._commands.opens_command(event):
             self.end_command()
-        aggregate = self.state.aggregates.get(entry.stream)
-        before = _before(aggregate, event)
-        problem = self.state.apply(entry.position, event)
+        before = _before(state.aggregates.get(stream))
+        problem = state.apply(entry.position, event)
         if problem is not None:
             self.findings.append(Finding.at(where, f.ORDER, problem,
                                             {"version": entry.version}))
-        aggregate = self.state.aggregates.get(entry.stream)
-        if isinstance(aggregate, Provider):
+        aggregate: Any = state.aggregates.get(stream)
+        kind = kind_of(aggregate)
+        if kind is Provider:
             self._provider_event(where, aggregate, event, before)
-        elif isinstance(aggregate, Consumer):
+        elif kind is Consumer or kind is Migration:
             self._consumer_event(where, aggregate, event, before)
         if self._after_event is not None:
             self.findings.extend(self._after_event(where, aggregate))
-        self.state.settle(entry.stream)
+        state.settle(stream)
 
     def _provider_event(self, where: Where, provider: Provider, event: Any,
                         before: Any) -> None:
         if isinstance(event, Provider.AllocationsChanged):
-            self.findings.extend(checks.check_growth(where, provider, before, event.usages))
-            for rc in event.usages:
-                self._usage[(provider.uuid, rc)] = where
+            if event.usages:
+                self.findings.extend(checks.check_growth(where, provider, before,
+                                                         event.usages))
+                for rc in event.usages:
+                    self._usage[(provider.uuid, rc)] = where
             for rc in event.holds:
                 self._devices[(provider.uuid, rc)] = where
         elif isinstance(event, Provider.DevicesSet):
@@ -96,7 +98,7 @@ class Auditor:
     def _consumer_event(self, where: Where, consumer: Consumer, event: Any,
                         before: Any) -> None:
         holding, status = before
-        after = Holding(consumer.allocations, consumer.devices)
+        after = _holding(consumer.allocations, consumer.devices)
         usage, devices = self.index.move(consumer.uuid, holding, after)
         for key in usage:
             self._usage[key] = where
@@ -138,22 +140,42 @@ class Auditor:
 
     def _report(self, key: Key, aspect: str, found: list[Finding]) -> None:
         """Keep the findings that are new: not open yet, or open with another difference."""
+        if not found:  # the common case: nothing wrong, and nothing open to close
+            if self._open:
+                self._open.pop((key, aspect), None)
+            return
         was = self._open.get((key, aspect), {})
         now = {x.identity: x.numbers.get("difference", 0) for x in found}
         self.findings.extend(x for x in found if was.get(x.identity, None) != now[x.identity])
-        if now:
-            self._open[(key, aspect)] = now
-        else:
-            self._open.pop((key, aspect), None)
+        self._open[(key, aspect)] = now
 
 
-def _before(aggregate: Any, event: Any) -> Any:
+def _before(aggregate: Any) -> Any:
     """What a check needs of the aggregate before the event (appliers replace, never edit,
     these values, so keeping references is enough)."""
-    if isinstance(aggregate, Provider):
+    kind = kind_of(aggregate)
+    if kind is Provider:
         return aggregate.usages
-    if isinstance(aggregate, Migration):
-        return Holding(aggregate.allocations, aggregate.devices), aggregate.status
-    if isinstance(aggregate, Consumer):
-        return Holding(aggregate.allocations, aggregate.devices), None
-    return Holding(), None
+    if kind is Migration:
+        return _holding(aggregate.allocations, aggregate.devices), aggregate.status
+    if kind is Consumer:
+        return _holding(aggregate.allocations, aggregate.devices), None
+    return NOTHING, None
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def _where(position: int, time: Any, stream: Any) -> Where:
+    """``Where(position, time, stream)``, without the frozen dataclass's per-field
+    ``object.__setattr__`` (one for every event)."""
+    where = _new(Where)
+    _set(where, "__dict__", {"position": position, "time": time, "stream": stream})
+    return where
+
+
+def _holding(allocations: Any, devices: Any) -> Holding:
+    """``Holding(allocations, devices)``, built as :func:`_where` builds a place."""
+    holding = _new(Holding)
+    _set(holding, "__dict__", {"allocations": allocations, "devices": devices})
+    return holding

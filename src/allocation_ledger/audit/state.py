@@ -95,15 +95,18 @@ class LedgerState:
         """Let go of ``stream`` if it is a command record, a provider name, or a consumer
         that holds nothing and is no migration in flight (only when streams can be
         revived)."""
-        aggregate = self.aggregates.get(stream)
-        if self.revive is None or not isinstance(aggregate, Consumer | Command | ProviderName):
+        if self.revive is None:
             return
-        if isinstance(aggregate, Consumer) and (aggregate.allocations or aggregate.devices or (
-                isinstance(aggregate, Migration) and aggregate.in_flight)):
+        aggregate: Any = self.aggregates.get(stream)
+        kind = kind_of(aggregate)
+        if kind is Consumer or kind is Migration:
+            if aggregate.allocations or aggregate.devices or (
+                    kind is Migration and aggregate.in_flight):
+                return
+            self.consumers.pop(aggregate.uuid, None)
+        elif kind is not Command and kind is not ProviderName:
             return
         del self.aggregates[stream]
-        if isinstance(aggregate, Consumer):
-            self.consumers.pop(aggregate.uuid, None)
         self.created_at.pop(stream, None)
 
     def _revived(self, stream: UUID, version: int, position: int) -> Aggregate | None:
@@ -122,20 +125,21 @@ class LedgerState:
         stream: UUID = event.originator_id
         self.aggregates[stream] = aggregate
         self.created_at[stream] = position
-        if isinstance(aggregate, Provider):
+        kind = kind_of(aggregate)
+        if kind is Provider:
             self.providers[aggregate.uuid] = aggregate
             expected = provider_stream_id(aggregate.uuid)
-        elif isinstance(aggregate, Consumer):
+        elif kind is Consumer or kind is Migration:
             self.consumers[aggregate.uuid] = aggregate
             expected = consumer_stream_id(aggregate.uuid)
-        elif isinstance(aggregate, Command):
+        elif kind is Command:
             self.commands += 1
             expected = command_stream_id(aggregate.command_id)
-        elif isinstance(aggregate, ProviderName):
+        elif kind is ProviderName:
             expected = provider_name_stream_id(aggregate.name)
-        elif isinstance(aggregate, ResourceClass):
+        elif kind is ResourceClass:
             expected = resource_class_stream_id(aggregate.name)
-        elif isinstance(aggregate, Trait):
+        elif kind is Trait:
             expected = trait_stream_id(aggregate.name)
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
@@ -155,6 +159,24 @@ class LedgerState:
             return None
         found = self.consumers.get(consumer.migration_uuid)
         return found if isinstance(found, Migration) and found.in_flight else None
+
+
+#: The ledger's aggregate classes, a subclass before its base (see :func:`kind_of`).
+KINDS: tuple[type[Aggregate], ...] = (Provider, Migration, Consumer, Command, ProviderName,
+                                      ResourceClass, Trait)
+_KIND_OF: dict[type, type[Aggregate] | None] = {}
+
+
+def kind_of(aggregate: Any) -> type[Aggregate] | None:
+    """The first of :data:`KINDS` that ``aggregate`` is an instance of (``None``: none, or
+    no aggregate), found once per type: the aggregates' metaclass is an ``ABCMeta``, whose
+    ``isinstance`` of another class is a Python call, and a replay asks for every event."""
+    cls = type(aggregate)
+    try:
+        return _KIND_OF[cls]
+    except KeyError:
+        found = _KIND_OF[cls] = next((k for k in KINDS if issubclass(cls, k)), None)
+        return found
 
 
 def _natural_id(aggregate: Any) -> str:

@@ -59,8 +59,12 @@ def decode(store: EventStore, notification: Notification,
     except UNREADABLE as err:
         # The audit must report a bad record and go on, whatever the library raised for it
         # (an unknown topic, broken JSON, a field that does not fit or is missing).
-        return _entry(notification, None, f"{type(err).__name__}: {err}")
+        return _entry(notification, None, _why(err))
     return _entry(notification, event, None)
+
+
+def _why(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}"
 
 
 def _entry(notification: Notification, event: Any, error: str | None) -> Entry:
@@ -87,7 +91,12 @@ def entries(store: EventStore, start: int = 1, stop: int | None = None,
     for notification in notifications(store, start, stop):
         if observe is not None:
             observe(notification)
-        yield decode(store, notification, decoder)
+        try:
+            event = decoder(notification)
+        except UNREADABLE as err:
+            yield _entry(notification, None, _why(err))
+        else:
+            yield _entry(notification, event, None)
 
 
 def last_position(store: EventStore) -> int:

@@ -20,7 +20,7 @@ from allocation_ledger.audit.ledger_events import Entry
 from allocation_ledger.audit.state import LedgerState, kind_of
 from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.holdings import NOTHING, Holding
+from allocation_ledger.domain.holdings import NOTHING
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 
@@ -42,6 +42,7 @@ class Auditor:
         self._commands = CommandEnds()
         self._usage: dict[Key, Where] = {}  # pairs touched by the command being applied
         self._devices: dict[Key, Where] = {}
+        self._inventories: checks.Inventories = {}
         #: problems seen and not yet mended, per (provider, class) and aspect checked
         self._open: dict[tuple[Key, str], dict[Identity, Any]] = {}
         if self.state.position:
@@ -59,12 +60,12 @@ class Auditor:
             return
         if self._commands.opens_command(event):
             self.end_command()
-        before = _before(state.aggregates.get(stream))
-        problem = state.apply(entry.position, event)
+        aggregate: Any = state.aggregates.get(stream)
+        before = _before(aggregate)
+        problem, aggregate = state.apply_to(entry.position, event, aggregate)
         if problem is not None:
             self.findings.append(Finding.at(where, f.ORDER, problem,
                                             {"version": entry.version}))
-        aggregate: Any = state.aggregates.get(stream)
         kind = kind_of(aggregate)
         if kind is Provider:
             self._provider_event(where, aggregate, event, before)
@@ -72,14 +73,15 @@ class Auditor:
             self._consumer_event(where, aggregate, event, before)
         if self._after_event is not None:
             self.findings.extend(self._after_event(where, aggregate))
-        state.settle(stream)
+        if kind is not Provider:  # a provider is never let go
+            state.settle(stream, aggregate)
 
     def _provider_event(self, where: Where, provider: Provider, event: Any,
                         before: Any) -> None:
         if isinstance(event, Provider.AllocationsChanged):
             if event.usages:
                 self.findings.extend(checks.check_growth(where, provider, before,
-                                                         event.usages))
+                                                         event.usages, self._inventories))
                 for rc in event.usages:
                     self._usage[(provider.uuid, rc)] = where
             for rc in event.holds:
@@ -97,26 +99,26 @@ class Auditor:
 
     def _consumer_event(self, where: Where, consumer: Consumer, event: Any,
                         before: Any) -> None:
-        holding, status = before
-        after = _holding(consumer.allocations, consumer.devices)
-        usage, devices = self.index.move(consumer.uuid, holding, after)
+        allocations, held, status = before
+        usage, devices = self.index.move_parts(consumer.uuid, allocations, held,
+                                               consumer.allocations, consumer.devices)
         for key in usage:
             self._usage[key] = where
         for key in devices:
             self._devices[key] = where
-        if holding.allocations is not after.allocations:
+        if allocations is not consumer.allocations:
             self.findings.extend(checks.check_consumer(where, consumer, self.state.providers))
         if isinstance(event, Migration.Resolved) and isinstance(consumer, Migration):
             self.findings.extend(checks.check_resolved_again(where, consumer, status))
 
     def end_command(self) -> None:
         """The command being applied is complete: check every pair it touched."""
+        providers, index, report = self.state.providers, self.index, self._report
         for key, where in self._usage.items():
-            self._report(key, "usage", checks.check_usage(
-                where, key, self.state.providers.get(key[0]), self.index))
+            report(key, "usage", checks.check_usage(where, key, providers.get(key[0]), index))
         for key, where in self._devices.items():
-            self._report(key, "devices", checks.check_devices(
-                where, key, self.state.providers.get(key[0]), self.index))
+            report(key, "devices", checks.check_devices(where, key, providers.get(key[0]),
+                                                        index))
         self._usage.clear()
         self._devices.clear()
 
@@ -152,15 +154,16 @@ class Auditor:
 
 def _before(aggregate: Any) -> Any:
     """What a check needs of the aggregate before the event (appliers replace, never edit,
-    these values, so keeping references is enough)."""
+    these values, so keeping references is enough): a provider's usages, a consumer's
+    allocations, devices and migration status."""
     kind = kind_of(aggregate)
     if kind is Provider:
         return aggregate.usages
     if kind is Migration:
-        return _holding(aggregate.allocations, aggregate.devices), aggregate.status
+        return aggregate.allocations, aggregate.devices, aggregate.status
     if kind is Consumer:
-        return _holding(aggregate.allocations, aggregate.devices), None
-    return NOTHING, None
+        return aggregate.allocations, aggregate.devices, None
+    return NOTHING.allocations, NOTHING.devices, None
 
 
 _new, _set = object.__new__, object.__setattr__
@@ -172,10 +175,3 @@ def _where(position: int, time: Any, stream: Any) -> Where:
     where = _new(Where)
     _set(where, "__dict__", {"position": position, "time": time, "stream": stream})
     return where
-
-
-def _holding(allocations: Any, devices: Any) -> Holding:
-    """``Holding(allocations, devices)``, built as :func:`_where` builds a place."""
-    holding = _new(Holding)
-    _set(holding, "__dict__", {"allocations": allocations, "devices": devices})
-    return holding

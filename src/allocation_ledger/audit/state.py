@@ -42,6 +42,8 @@ from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.trait import Trait
 
+_LOOK_UP: Any = object()
+
 
 @dataclass
 class LedgerState:
@@ -64,40 +66,50 @@ class LedgerState:
 
     def apply(self, position: int, event: Any) -> str | None:
         """Apply one event; a sentence describing what did not fit, else ``None``."""
+        return self.apply_to(position, event, self.aggregates.get(event.originator_id))[0]
+
+    def apply_to(self, position: int, event: Any,
+                 aggregate: Aggregate | None) -> tuple[str | None, Aggregate | None]:
+        """:meth:`apply`, given the event's stream as held now (``aggregates.get`` of its
+        id), and returning besides what did not fit the stream as held after the event
+        (a replay that checks each event looks its stream up once, not three times)."""
         self.position = position
         self.time = event.timestamp
         stream: UUID = event.originator_id
-        aggregate = self.aggregates.get(stream)
+        created = isinstance(event, Aggregate.Created)
+        held = aggregate is not None  # else, as held after the event: in ``aggregates``
         try:
-            if aggregate is None and self.revive is not None and not isinstance(
-                    event, Aggregate.Created):
+            if aggregate is None and self.revive is not None and not created:
                 aggregate = self._revived(stream, event.originator_version, position)
             if aggregate is None:
-                if not isinstance(event, Aggregate.Created):
+                if not created:
                     return (f"event version {event.originator_version} of stream {stream} "
-                            "comes before the stream was created")
-                return self._create(position, event)
-            if isinstance(event, Aggregate.Created):
+                            "comes before the stream was created"), None
+                return self._create(position, event), self.aggregates.get(stream)
+            if created:
                 return f"stream {stream} is created a second time (version " \
-                       f"{event.originator_version}); the second creation is ignored"
+                       f"{event.originator_version}); the second creation is ignored", aggregate
             expected = aggregate.version + 1
             event.apply(aggregate)
             aggregate.version = event.originator_version
             aggregate.modified_on = event.timestamp
         except (AttributeError, KeyError, TypeError, ValueError) as err:
-            return f"event cannot be applied: {type(err).__name__}: {err}"
+            return f"event cannot be applied: {type(err).__name__}: {err}", \
+                self.aggregates.get(stream)
+        after = aggregate if held else self.aggregates.get(stream)
         if event.originator_version != expected:
             return (f"stream {stream} jumps from version {expected - 1} to "
-                    f"{event.originator_version}")
-        return None
+                    f"{event.originator_version}"), after
+        return None, after
 
-    def settle(self, stream: UUID) -> None:
+    def settle(self, stream: UUID, held: Any = _LOOK_UP) -> None:
         """Let go of ``stream`` if it is a command record, a provider name, or a consumer
         that holds nothing and is no migration in flight (only when streams can be
-        revived)."""
+        revived). ``held``: the stream as held now, when the caller has it at hand (as
+        :meth:`apply_to` returns it)."""
         if self.revive is None:
             return
-        aggregate: Any = self.aggregates.get(stream)
+        aggregate: Any = self.aggregates.get(stream) if held is _LOOK_UP else held
         kind = kind_of(aggregate)
         if kind is Consumer or kind is Migration:
             if aggregate.allocations or aggregate.devices or (

@@ -29,12 +29,14 @@ from eventsourcing.domain import Aggregate
 from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import (
-    command_stream_id,
-    consumer_stream_id,
-    provider_name_stream_id,
-    provider_stream_id,
-    resource_class_stream_id,
-    trait_stream_id,
+    COMMAND_NAMESPACE,
+    CONSUMER_NAMESPACE,
+    PROVIDER_NAME_NAMESPACE,
+    PROVIDER_NAMESPACE,
+    RESOURCE_CLASS_NAMESPACE,
+    TRAIT_NAMESPACE,
+    uuid5,
+    uuid5_number,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
@@ -140,25 +142,25 @@ class LedgerState:
         kind = kind_of(aggregate)
         if kind is Provider:
             self.providers[aggregate.uuid] = aggregate
-            expected = provider_stream_id(aggregate.uuid)
+            named = PROVIDER_NAMESPACE, aggregate.uuid  # provider_stream_id
         elif kind is Consumer or kind is Migration:
             self.consumers[aggregate.uuid] = aggregate
-            expected = consumer_stream_id(aggregate.uuid)
+            named = CONSUMER_NAMESPACE, aggregate.uuid  # consumer_stream_id
         elif kind is Command:
             self.commands += 1
-            expected = command_stream_id(aggregate.command_id)
+            named = COMMAND_NAMESPACE, aggregate.command_id  # command_stream_id
         elif kind is ProviderName:
-            expected = provider_name_stream_id(aggregate.name)
+            named = PROVIDER_NAME_NAMESPACE, aggregate.name  # provider_name_stream_id
         elif kind is ResourceClass:
-            expected = resource_class_stream_id(aggregate.name)
+            named = RESOURCE_CLASS_NAMESPACE, aggregate.name  # resource_class_stream_id
         elif kind is Trait:
-            expected = trait_stream_id(aggregate.name)
+            named = TRAIT_NAMESPACE, aggregate.name  # trait_stream_id
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
             return f"stream {stream} starts at version {event.originator_version}, not 1"
-        if stream != expected:
-            return f"stream {stream} should be {expected} for {_natural_id(aggregate)}"
+        if not isinstance(stream, UUID) or stream.int != uuid5_number(*named):
+            return f"stream {stream} should be {uuid5(*named)} for {_natural_id(aggregate)}"
         return None
 
     def migrations(self) -> list[Migration]:

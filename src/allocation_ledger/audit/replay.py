@@ -79,11 +79,10 @@ class Auditor:
     def _provider_event(self, where: Where, provider: Provider, event: Any,
                         before: Any) -> None:
         if isinstance(event, Provider.AllocationsChanged):
-            if event.usages:
-                self.findings.extend(checks.check_growth(where, provider, before,
-                                                         event.usages, self._inventories))
-                for rc in event.usages:
-                    self._usage[(provider.uuid, rc)] = where
+            self.findings.extend(checks.check_growth(where, provider, before, event.usages,
+                                                     self._inventories))
+            for rc in event.usages:
+                self._usage[(provider.uuid, rc)] = where
             for rc in event.holds:
                 self._devices[(provider.uuid, rc)] = where
         elif isinstance(event, Provider.DevicesSet):

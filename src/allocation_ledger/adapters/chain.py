@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -35,6 +36,7 @@ KEY_ENV_VAR = "LEDGER_CHAIN_KEY"
 _BLOCK = 64  # SHA-256's block size, HMAC's key padding
 _CHECK = b"allocation-ledger chain key check"
 _HEADER = struct.Struct(">q16sqi")
+_TOPICS = 1024  # the topics a linker keeps encoded (a ledger has a few dozen)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,34 @@ def link(previous: bytes, position: int, stream: UUID | str, version: int, topic
     data = message(previous, position, stream, version, topic, state)
     if key is None:
         return hashlib.sha256(data).digest()
-    return hmac.new(key.secret, data, hashlib.sha256).digest()
+    return hmac.digest(key.secret, data, "sha256")
+
+
+Link = Callable[[bytes, int, "UUID | str", int, str, bytes], bytes]
+
+
+def linker(key: ChainKey | None) -> Link:
+    """:func:`link` under ``key``, for a reader that links event after event (the audit):
+    the same hashes, without the per-call work (each topic encoded once)."""
+    secret = key.secret if key is not None else None
+    topics: dict[str, bytes] = {}
+    pack, sha256, digest = _HEADER.pack, hashlib.sha256, hmac.digest
+
+    def linked(previous: bytes, position: int, stream: UUID | str, version: int, topic: str,
+               state: bytes) -> bytes:
+        encoded = topics.get(topic)
+        if encoded is None:
+            encoded = topic.encode()
+            if len(topics) < _TOPICS:
+                topics[topic] = encoded
+        data = b"".join((previous, pack(position, stream.bytes if isinstance(stream, UUID)
+                                        else UUID(stream).bytes, version, len(encoded)),
+                         encoded, state))
+        if secret is None:
+            return sha256(data).digest()
+        return digest(secret, data, "sha256")
+
+    return linked
 
 
 def check_key(keyed: bool, stored_check: bytes | None, key: ChainKey | None,

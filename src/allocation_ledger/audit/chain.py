@@ -113,6 +113,7 @@ class ChainCheck:
     def __init__(self, previous: bytes, key: chain.ChainKey | None,
                  digests: Iterable[Digest] = ()) -> None:
         self.key = key
+        self._link = chain.linker(key)
         self.stored = previous  # the stored hash of the event before
         self.computed = previous  # the chain computed from the first event, never reset
         self.position = 0
@@ -129,27 +130,34 @@ class ChainCheck:
 
     def observe(self, n: Notification) -> None:
         """Check one event's link, and any digest at or below its position."""
-        self._digests_before(n.id, n)
+        position, digests = n.id, self._digests
+        if digests and digests[0].position < position:
+            self._digests_before(position, n)
         stored = chain_hash(n)
-        link = chain.link(self.stored, n.id, n.originator_id, n.originator_version, n.topic,
-                          n.state, self.key)
-        self.computed = link if self.computed == self.stored else chain.link(
-            self.computed, n.id, n.originator_id, n.originator_version, n.topic, n.state,
-            self.key)
+        link = self._link(self.stored, position, n.originator_id, n.originator_version,
+                          n.topic, n.state)
+        self.computed = link if self.computed == self.stored else self._link(
+            self.computed, position, n.originator_id, n.originator_version, n.topic, n.state)
+        if stored != link:
+            self._broken(n, stored)
+        self.stored = stored or link
+        self.position = position
+        if digests and digests[0].position == position:
+            where = Where(position, None, as_uuid(n.originator_id))
+            while digests and digests[0].position == position:
+                self._compare(digests.pop(0), where)
+
+    def _broken(self, n: Notification, stored: bytes | None) -> None:
         where = Where(n.id, None, as_uuid(n.originator_id))
         if stored is None:
             self.findings.append(Finding.at(
                 where, f.CHAIN_MISSING, f"the event at #{n.id} has no chain hash: it was "
                 "written past the ledger's append", {"version": n.originator_version}))
-        elif stored != link:
+        else:
             self.findings.append(Finding.at(
                 where, f.CHAIN_BROKEN, f"the chain breaks at #{n.id}: this event, or the "
                 f"one before it (#{self.position}), was edited, inserted, deleted or "
                 "reordered", {"version": n.originator_version, "previous": self.position}))
-        self.stored = stored or link
-        self.position = n.id
-        while self._digests and self._digests[0].position == n.id:
-            self._compare(self._digests.pop(0), where)
 
     def finish(self) -> None:
         """The ledger ended: digests beyond it say it was truncated."""

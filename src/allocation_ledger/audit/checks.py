@@ -19,37 +19,56 @@ from typing import Any
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
+from allocation_ledger.audit.state import kind_of
 from allocation_ledger.domain import rules
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.migration import IN_PROGRESS, Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
 
+#: Inventories as read from providers' plain dicts, per (provider, class), each beside the
+#: dict it was read from (a provider's events replace these dicts, never edit them)
+Inventories = dict[Key, tuple[dict[str, Any], Inventory]]
+
 
 def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
-                 usages: Mapping[str, int]) -> list[Finding]:
-    """§5.2: an allocation write may not grow usage above capacity (nor below zero)."""
+                 usages: Mapping[str, int], known: Inventories | None = None) -> list[Finding]:
+    """§5.2: an allocation write may not grow usage above capacity (nor below zero).
+    ``known``: inventories already read, kept up to date here (a replay checks the same
+    inventory at every claim)."""
     found: list[Finding] = []
     for rc, used in usages.items():
         old = before.get(rc, 0)
         if 0 <= used <= old:
             continue  # only a write that grows usage is held to capacity
-        ids = {"provider_uuid": provider.uuid, "resource_class": rc}
         if used < 0:
             found.append(Finding.at(where, f.NEGATIVE_USAGE,
                                     f"provider {provider.uuid} {rc} usage became {used}",
-                                    ids, {"usage": used}))
+                                    {"provider_uuid": provider.uuid, "resource_class": rc},
+                                    {"usage": used}))
             continue
         raw = provider.inventories.get(rc)
-        inventory = Inventory.from_dict(raw) if raw is not None else None
-        capacity = inventory.capacity if inventory is not None else 0
+        inventory = _inventory(provider.uuid, rc, raw, known) if raw is not None else None
         if inventory is None or rules.capacity_exceeded(inventory, old, used):
+            capacity = inventory.capacity if inventory is not None else 0
             found.append(Finding.at(
                 where, f.OVER_CAPACITY,
                 f"provider {provider.uuid} {rc} usage grew from {old} to {used}, above "
                 f"capacity {capacity}" + ("" if raw else " (no inventory of that class)"),
-                ids, {"before": old, "usage": used, "capacity": capacity}))
+                {"provider_uuid": provider.uuid, "resource_class": rc},
+                {"before": old, "usage": used, "capacity": capacity}))
     return found
+
+
+def _inventory(rp: str, rc: str, raw: dict[str, Any], known: Inventories | None) -> Inventory:
+    if known is None:
+        return Inventory.from_dict(raw)
+    seen = known.get((rp, rc))
+    if seen is not None and seen[0] is raw:
+        return seen[1]
+    inventory = Inventory.from_dict(raw)
+    known[(rp, rc)] = (raw, inventory)
+    return inventory
 
 
 def check_consumer(where: Where, consumer: Consumer,
@@ -57,7 +76,7 @@ def check_consumer(where: Where, consumer: Consumer,
     """§5.4 and sanity of one consumer's new holding."""
     found: list[Finding] = []
     ids: dict[str, Any] = {"consumer_uuid": consumer.uuid}
-    resolved = isinstance(consumer, Migration) and not consumer.in_flight
+    resolved = kind_of(consumer) is Migration and not consumer.in_flight  # type: ignore[attr-defined]
     if resolved and (consumer.allocations or consumer.devices):
         status = getattr(consumer, "status", "")
         found.append(Finding.at(

@@ -8,11 +8,14 @@ so a check only looks at those.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.reallocation import Holding
+from allocation_ledger.domain.values import Allocations, Devices
 
 Key = tuple[str, str]  # provider uuid, resource class
 
@@ -37,30 +40,39 @@ class HoldingsIndex:
     def move(self, consumer: str, before: Holding, after: Holding) -> tuple[set[Key], set[Key]]:
         """Replace ``consumer``'s ``before`` holding by ``after``; returns the keys whose
         allocated amount changed and those whose devices changed."""
+        return self.move_parts(consumer, before.allocations, before.devices,
+                               after.allocations, after.devices)
+
+    def move_parts(self, consumer: str, old_all: Allocations, old_devices: Devices,
+                   new_all: Allocations, new_devices: Devices) -> tuple[set[Key], set[Key]]:
+        """:meth:`move`, given each holding's allocations and devices (a replay moves a
+        consumer at every event, and needs no :class:`Holding` to do it)."""
         usage: set[Key] = set()
         devices: set[Key] = set()
-        if before.allocations is after.allocations and before.devices is after.devices:
+        if old_all is new_all and old_devices is new_devices:
             return usage, devices
-        for rp in before.allocations.keys() | after.allocations.keys():
-            old = before.allocations.get(rp, {})
-            new = after.allocations.get(rp, {})
-            old_dev = before.devices.get(rp, {})
-            new_dev = after.devices.get(rp, {})
-            for rc in old.keys() | new.keys():
+        allocated, backing = self.allocated, self.device_backed
+        for rp in _keys(old_all, new_all):
+            old = old_all.get(rp, _EMPTY)
+            new = new_all.get(rp, _EMPTY)
+            old_dev = old_devices.get(rp, _EMPTY) if old_devices else _EMPTY
+            new_dev = new_devices.get(rp, _EMPTY) if new_devices else _EMPTY
+            for rc in _keys(old, new):
                 key = (rp, rc)
-                delta = new.get(rc, 0) - old.get(rc, 0)
+                was, now = old.get(rc, 0), new.get(rc, 0)
+                delta = now - was
                 if delta:
-                    self.allocated[key] = self.allocated.get(key, 0) + delta
+                    allocated[key] = allocated.get(key, 0) + delta
                     usage.add(key)
-                backed = (new.get(rc, 0) if new_dev.get(rc) else 0) - (
-                    old.get(rc, 0) if old_dev.get(rc) else 0)
-                if backed:
-                    self.device_backed[key] = self.device_backed.get(key, 0) + backed
-                    devices.add(key)
-        for rp in before.devices.keys() | after.devices.keys():
-            old_by = before.devices.get(rp, {})
-            new_by = after.devices.get(rp, {})
-            for rc in old_by.keys() | new_by.keys():
+                if old_dev or new_dev:
+                    backed = (now if new_dev.get(rc) else 0) - (was if old_dev.get(rc) else 0)
+                    if backed:
+                        backing[key] = backing.get(key, 0) + backed
+                        devices.add(key)
+        for rp in _keys(old_devices, new_devices):
+            old_by = old_devices.get(rp, _EMPTY)
+            new_by = new_devices.get(rp, _EMPTY)
+            for rc in _keys(old_by, new_by):
                 old_ids, new_ids = set(old_by.get(rc, ())), set(new_by.get(rc, ()))
                 if old_ids == new_ids:
                     continue
@@ -71,3 +83,15 @@ class HoldingsIndex:
                     table.setdefault(device, set()).add(consumer)
                 devices.add((rp, rc))
         return usage, devices
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> Iterable[str]:
+    """The keys of either mapping (without building a set when one of them is empty)."""
+    if not old:
+        return new
+    if not new:
+        return old
+    return old.keys() | new.keys()

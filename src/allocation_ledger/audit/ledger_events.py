@@ -59,11 +59,28 @@ def decode(store: EventStore, notification: Notification,
     except UNREADABLE as err:
         # The audit must report a bad record and go on, whatever the library raised for it
         # (an unknown topic, broken JSON, a field that does not fit or is missing).
-        return Entry(notification.id, as_uuid(notification.originator_id),
-                     notification.originator_version, notification.topic, None,
-                     f"{type(err).__name__}: {err}")
-    return Entry(notification.id, as_uuid(notification.originator_id),
-                 notification.originator_version, notification.topic, event)
+        return _entry(notification, None, _why(err))
+    return _entry(notification, event, None)
+
+
+def _why(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+def _entry(notification: Notification, event: Any, error: str | None) -> Entry:
+    """An :class:`Entry`, built as ``adapters.notifications`` builds a notification: without
+    the frozen dataclass's per-field ``object.__setattr__`` (one for every event replayed)."""
+    stream = notification.originator_id
+    found = _new(Entry)
+    _set(found, "__dict__", {
+        "position": notification.id,
+        "stream": stream if isinstance(stream, UUID) else UUID(str(stream)),
+        "version": notification.originator_version, "topic": notification.topic,
+        "event": event, "error": error})
+    return found
+
+
+_new, _set = object.__new__, object.__setattr__
 
 
 def entries(store: EventStore, start: int = 1, stop: int | None = None,
@@ -74,7 +91,12 @@ def entries(store: EventStore, start: int = 1, stop: int | None = None,
     for notification in notifications(store, start, stop):
         if observe is not None:
             observe(notification)
-        yield decode(store, notification, decoder)
+        try:
+            event = decoder(notification)
+        except UNREADABLE as err:
+            yield _entry(notification, None, _why(err))
+        else:
+            yield _entry(notification, event, None)
 
 
 def last_position(store: EventStore) -> int:

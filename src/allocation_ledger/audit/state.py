@@ -29,18 +29,22 @@ from eventsourcing.domain import Aggregate
 from allocation_ledger.domain.command import Command
 from allocation_ledger.domain.consumer import Consumer
 from allocation_ledger.domain.ids import (
-    command_stream_id,
-    consumer_stream_id,
-    provider_name_stream_id,
-    provider_stream_id,
-    resource_class_stream_id,
-    trait_stream_id,
+    COMMAND_NAMESPACE,
+    CONSUMER_NAMESPACE,
+    PROVIDER_NAME_NAMESPACE,
+    PROVIDER_NAMESPACE,
+    RESOURCE_CLASS_NAMESPACE,
+    TRAIT_NAMESPACE,
+    uuid5,
+    uuid5_number,
 )
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.provider_name import ProviderName
 from allocation_ledger.domain.resource_class import ResourceClass
 from allocation_ledger.domain.trait import Trait
+
+_LOOK_UP: Any = object()
 
 
 @dataclass
@@ -64,46 +68,59 @@ class LedgerState:
 
     def apply(self, position: int, event: Any) -> str | None:
         """Apply one event; a sentence describing what did not fit, else ``None``."""
+        return self.apply_to(position, event, self.aggregates.get(event.originator_id))[0]
+
+    def apply_to(self, position: int, event: Any,
+                 aggregate: Aggregate | None) -> tuple[str | None, Aggregate | None]:
+        """:meth:`apply`, given the event's stream as held now (``aggregates.get`` of its
+        id), and returning besides what did not fit the stream as held after the event
+        (a replay that checks each event looks its stream up once, not three times)."""
         self.position = position
         self.time = event.timestamp
         stream: UUID = event.originator_id
-        aggregate = self.aggregates.get(stream)
+        created = isinstance(event, Aggregate.Created)
+        held = aggregate is not None  # else, as held after the event: in ``aggregates``
         try:
-            if aggregate is None and self.revive is not None and not isinstance(
-                    event, Aggregate.Created):
+            if aggregate is None and self.revive is not None and not created:
                 aggregate = self._revived(stream, event.originator_version, position)
             if aggregate is None:
-                if not isinstance(event, Aggregate.Created):
+                if not created:
                     return (f"event version {event.originator_version} of stream {stream} "
-                            "comes before the stream was created")
-                return self._create(position, event)
-            if isinstance(event, Aggregate.Created):
+                            "comes before the stream was created"), None
+                return self._create(position, event), self.aggregates.get(stream)
+            if created:
                 return f"stream {stream} is created a second time (version " \
-                       f"{event.originator_version}); the second creation is ignored"
+                       f"{event.originator_version}); the second creation is ignored", aggregate
             expected = aggregate.version + 1
             event.apply(aggregate)
             aggregate.version = event.originator_version
             aggregate.modified_on = event.timestamp
         except (AttributeError, KeyError, TypeError, ValueError) as err:
-            return f"event cannot be applied: {type(err).__name__}: {err}"
+            return f"event cannot be applied: {type(err).__name__}: {err}", \
+                self.aggregates.get(stream)
+        after = aggregate if held else self.aggregates.get(stream)
         if event.originator_version != expected:
             return (f"stream {stream} jumps from version {expected - 1} to "
-                    f"{event.originator_version}")
-        return None
+                    f"{event.originator_version}"), after
+        return None, after
 
-    def settle(self, stream: UUID) -> None:
+    def settle(self, stream: UUID, held: Any = _LOOK_UP) -> None:
         """Let go of ``stream`` if it is a command record, a provider name, or a consumer
         that holds nothing and is no migration in flight (only when streams can be
-        revived)."""
-        aggregate = self.aggregates.get(stream)
-        if self.revive is None or not isinstance(aggregate, Consumer | Command | ProviderName):
+        revived). ``held``: the stream as held now, when the caller has it at hand (as
+        :meth:`apply_to` returns it)."""
+        if self.revive is None:
             return
-        if isinstance(aggregate, Consumer) and (aggregate.allocations or aggregate.devices or (
-                isinstance(aggregate, Migration) and aggregate.in_flight)):
+        aggregate: Any = self.aggregates.get(stream) if held is _LOOK_UP else held
+        kind = kind_of(aggregate)
+        if kind is Consumer or kind is Migration:
+            if aggregate.allocations or aggregate.devices or (
+                    kind is Migration and aggregate.in_flight):
+                return
+            self.consumers.pop(aggregate.uuid, None)
+        elif kind is not Command and kind is not ProviderName:
             return
         del self.aggregates[stream]
-        if isinstance(aggregate, Consumer):
-            self.consumers.pop(aggregate.uuid, None)
         self.created_at.pop(stream, None)
 
     def _revived(self, stream: UUID, version: int, position: int) -> Aggregate | None:
@@ -122,27 +139,28 @@ class LedgerState:
         stream: UUID = event.originator_id
         self.aggregates[stream] = aggregate
         self.created_at[stream] = position
-        if isinstance(aggregate, Provider):
+        kind = kind_of(aggregate)
+        if kind is Provider:
             self.providers[aggregate.uuid] = aggregate
-            expected = provider_stream_id(aggregate.uuid)
-        elif isinstance(aggregate, Consumer):
+            named = PROVIDER_NAMESPACE, aggregate.uuid  # provider_stream_id
+        elif kind is Consumer or kind is Migration:
             self.consumers[aggregate.uuid] = aggregate
-            expected = consumer_stream_id(aggregate.uuid)
-        elif isinstance(aggregate, Command):
+            named = CONSUMER_NAMESPACE, aggregate.uuid  # consumer_stream_id
+        elif kind is Command:
             self.commands += 1
-            expected = command_stream_id(aggregate.command_id)
-        elif isinstance(aggregate, ProviderName):
-            expected = provider_name_stream_id(aggregate.name)
-        elif isinstance(aggregate, ResourceClass):
-            expected = resource_class_stream_id(aggregate.name)
-        elif isinstance(aggregate, Trait):
-            expected = trait_stream_id(aggregate.name)
+            named = COMMAND_NAMESPACE, aggregate.command_id  # command_stream_id
+        elif kind is ProviderName:
+            named = PROVIDER_NAME_NAMESPACE, aggregate.name  # provider_name_stream_id
+        elif kind is ResourceClass:
+            named = RESOURCE_CLASS_NAMESPACE, aggregate.name  # resource_class_stream_id
+        elif kind is Trait:
+            named = TRAIT_NAMESPACE, aggregate.name  # trait_stream_id
         else:
             return f"stream {stream} holds an unknown aggregate {type(aggregate).__name__}"
         if event.originator_version != 1:
             return f"stream {stream} starts at version {event.originator_version}, not 1"
-        if stream != expected:
-            return f"stream {stream} should be {expected} for {_natural_id(aggregate)}"
+        if not isinstance(stream, UUID) or stream.int != uuid5_number(*named):
+            return f"stream {stream} should be {uuid5(*named)} for {_natural_id(aggregate)}"
         return None
 
     def migrations(self) -> list[Migration]:
@@ -155,6 +173,24 @@ class LedgerState:
             return None
         found = self.consumers.get(consumer.migration_uuid)
         return found if isinstance(found, Migration) and found.in_flight else None
+
+
+#: The ledger's aggregate classes, a subclass before its base (see :func:`kind_of`).
+KINDS: tuple[type[Aggregate], ...] = (Provider, Migration, Consumer, Command, ProviderName,
+                                      ResourceClass, Trait)
+_KIND_OF: dict[type, type[Aggregate] | None] = {}
+
+
+def kind_of(aggregate: Any) -> type[Aggregate] | None:
+    """The first of :data:`KINDS` that ``aggregate`` is an instance of (``None``: none, or
+    no aggregate), found once per type: the aggregates' metaclass is an ``ABCMeta``, whose
+    ``isinstance`` of another class is a Python call, and a replay asks for every event."""
+    cls = type(aggregate)
+    try:
+        return _KIND_OF[cls]
+    except KeyError:
+        found = _KIND_OF[cls] = next((k for k in KINDS if issubclass(cls, k)), None)
+        return found
 
 
 def _natural_id(aggregate: Any) -> str:

@@ -101,6 +101,38 @@ def test_a_snapshot_that_differs_from_its_events_is_reported(ledger: Ledger) -> 
     assert str(provider_stream_id(host)) == finding.stream
 
 
+def test_a_streams_snapshots_are_read_together_and_each_checked(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three snapshots of one provider, the second one wrong: the audit reads them in one
+    query (one read each took most of what checking it cost) and still finds that one."""
+    host = _provider_at_version(ledger, 2)
+    provider = tampering.provider(ledger, host)
+    snapshots = ledger.store.snapshots
+    assert snapshots is not None
+    for version in range(3, 3 * SNAPSHOT_INTERVAL + 1):
+        provider.trigger_event(Provider.InventoriesSet, inventories=provider.inventories,
+                               request=tampering.edit())
+        if version % SNAPSHOT_INTERVAL == 0:
+            ledger.store.events.put(provider.collect_events())  # events, no snapshot ...
+            usages = provider.usages
+            if version == 2 * SNAPSHOT_INTERVAL:
+                provider.usages = {"VCPU": 99}  # ... and snapshots, the second one wrong
+            snapshots.put([Provider.Snapshot.take(provider)])
+            provider.usages = usages
+    reads: list[object] = []
+    get = snapshots.get
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return get(*args, **kwargs)
+
+    monkeypatch.setattr(snapshots, "get", counted)
+    [finding] = audit(ledger.store).findings
+    assert finding.kind == f.SNAPSHOT_DRIFT
+    assert finding.numbers == {"version": 2 * SNAPSHOT_INTERVAL}
+    assert len(reads) == 1
+
+
 def _library(ledger: Ledger, record: StoredEvent) -> Any:
     """The event the library's own mapper makes of ``record`` (the store's mapper decodes
     through the fast decoder too, so it is no reference)."""

@@ -7,13 +7,21 @@ the version it was taken at.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
+from uuid import UUID
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.replay import AfterEvent
 from allocation_ledger.audit.state import fingerprint
+
+#: A stream's next snapshots read in one query (on PostgreSQL a read of one snapshot took
+#: about 200 us of the audit's CPU, most of what checking it cost).
+AHEAD = 32
+#: Streams whose next snapshots are kept (the oldest let go first: memory stays bounded).
+STREAMS = 1000
 
 
 def snapshot_checker(store: EventStore) -> AfterEvent | None:
@@ -24,15 +32,27 @@ def snapshot_checker(store: EventStore) -> AfterEvent | None:
     if snapshots is None or not intervals:
         return None
 
+    ahead: dict[UUID, deque[Any]] = {}  # each stream's snapshots read and not yet due
+
+    def stored_at(stream: UUID, version: int) -> Any:
+        """The stream's snapshot at ``version``, or ``None``; later ones are read with it."""
+        queue = ahead.get(stream)
+        while queue and queue[0].originator_version < version:
+            queue.popleft()
+        if not queue:
+            queue = ahead[stream] = deque(snapshots.get(stream, gt=version - 1, limit=AHEAD))
+            if len(ahead) > STREAMS:
+                del ahead[next(iter(ahead))]
+        return queue.popleft() if queue and queue[0].originator_version == version else None
+
     def check(where: Where, aggregate: Any) -> list[Finding]:
         interval = intervals.get(type(aggregate)) if aggregate is not None else None
         if not interval or aggregate.version % interval:
             return []
         version = aggregate.version
-        stored = list(snapshots.get(aggregate.id, gt=version - 1, lte=version))
-        if not stored:
+        snapshot: Any = stored_at(aggregate.id, version)
+        if snapshot is None:
             return []  # snapshots are taken after the append; a crash may skip one
-        snapshot: Any = stored[0]
         replayed, snapped = fingerprint(aggregate), fingerprint(snapshot.mutate(None))
         differ = sorted(k for k in replayed if replayed[k] != snapped.get(k))
         if not differ:

@@ -310,11 +310,20 @@ class Runner:
             self._commit()
 
     def _prefetch(self, events: Sequence[Event]) -> None:
-        wanted = {
-            p.name: [e.originator_id for n, e in events
-                     if n > self._positions[p.name] and p.handles(e)]
-            for p in self.projections if not self._row_groups[p.name].complete
-        }
+        """Read back the names and groups of the streams these events name, where a trimmed
+        cache lacks them. A stream created among the events is skipped: it has nothing
+        stored yet (a handler touches only its own stream's groups), and its name comes
+        with its first event. Most streams of a long ledger are consumers created and
+        emptied between two pages: without the skip, every page of a rebuild past the cache's
+        size read the database, and on PostgreSQL waited for the batch in flight first."""
+        wanted = {}
+        for p in self.projections:
+            if self._row_groups[p.name].complete:
+                continue
+            since = self._positions[p.name]
+            new = {e.originator_id for n, e in events if n > since and e.originator_version == 1}
+            wanted[p.name] = [e.originator_id for n, e in events
+                              if n > since and p.handles(e) and e.originator_id not in new]
         if not any(self._row_groups[name].needs_read(ids) for name, ids in wanted.items()):
             return
         self._drain()  # what it reads must include the batch in flight

@@ -4,8 +4,8 @@ While the runner applies one page of events and writes their rows, a thread fetc
 decodes the next page, so the database's round trips overlap the runner's work. That pays
 only where the read waits for a server: a SQLite or in-memory read is the process's own
 Python work under the GIL, which a second thread only contends for (a rebuild of 100,000
-events took 15% more CPU and no less time read ahead: ``docs/benchmarks.md``), so those
-stores are read page by page in the runner's thread.
+events took 15% more CPU and no less time read ahead), so those stores are read page by
+page in the runner's thread.
 """
 
 from __future__ import annotations

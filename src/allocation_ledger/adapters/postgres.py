@@ -320,8 +320,8 @@ class OneTripApplicationRecorder(PostgresApplicationRecorder):
         the query: given ``notification_id<=stop``, a planner without fresh statistics (a
         fast-grown or restored ledger) reads the whole range and sorts it on disk for every
         page, so a catch-up in pages cost the square of its length (a rebuild of 100,000
-        events: 0.84 s of the reading backend's CPU instead of 0.10, ``docs/benchmarks.md``).
-        """
+        events: 0.84 s of the reading backend's CPU instead of 0.10; the rows read are
+        counted in ``tests/integration/test_postgres_recorder.py``)."""
         where: list[SQL] = []
         params: list[Any] = []
         if start is not None:

@@ -105,3 +105,16 @@ def _plain(column: str, value: Any) -> Any:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+def differences(found: Rows, wanted: Rows, most: int = 5) -> str:
+    """What a failed ``stored == folded`` comparison differs in, table by table: the rows
+    only the tables hold and those only the fold gives (``most`` of each)."""
+    lines = []
+    for name in sorted(set(found) | set(wanted)):
+        extra = sorted(set(found.get(name, [])) - set(wanted.get(name, [])))
+        missing = sorted(set(wanted.get(name, [])) - set(found.get(name, [])))
+        if extra or missing:
+            lines.append(f"{name}: {len(extra)} rows only stored, e.g. {extra[:most]}; "
+                         f"{len(missing)} only folded, e.g. {missing[:most]}")
+    return "\n".join(lines)

@@ -27,7 +27,7 @@ from allocation_ledger.projections.readmodels import ReadModels, ledger_position
 from benchmarks.rebuild import copy_events
 from tests.invariants import assert_invariants
 from tests.projections.conftest import LargeLedger
-from tests.projections.expected import folded, stored
+from tests.projections.expected import differences, folded, stored
 from tests.projections.processes import kill_hard, start_script, start_writer, wait_until
 from tests.stores import postgres_schema_url
 
@@ -172,4 +172,5 @@ def test_a_writer_killed_mid_command_leaves_nothing_partial(pg_url: str, writers
         assert command_ends(ledger) == transaction_ends(url)  # one command, one append
         assert observed <= transaction_ends(url), "a projection showed part of a command"
         assert len(observed) > 10
-        assert stored(read.engine) == folded(ledger)
+        found, wanted = stored(read.engine), folded(ledger)
+        assert found == wanted, differences(found, wanted)

@@ -14,7 +14,6 @@ from types import MappingProxyType
 from typing import Any
 
 from allocation_ledger.domain.consumer import Consumer
-from allocation_ledger.domain.reallocation import Holding
 from allocation_ledger.domain.values import Allocations, Devices
 
 Key = tuple[str, str]  # provider uuid, resource class
@@ -34,19 +33,15 @@ class HoldingsIndex:
         """The totals of a set of consumers (to start checking mid-ledger)."""
         index = cls()
         for consumer in consumers:
-            index.move(consumer.uuid, Holding(), Holding(consumer.allocations, consumer.devices))
+            index.move_parts(consumer.uuid, {}, {}, consumer.allocations,
+                             consumer.devices)
         return index
-
-    def move(self, consumer: str, before: Holding, after: Holding) -> tuple[set[Key], set[Key]]:
-        """Replace ``consumer``'s ``before`` holding by ``after``; returns the keys whose
-        allocated amount changed and those whose devices changed."""
-        return self.move_parts(consumer, before.allocations, before.devices,
-                               after.allocations, after.devices)
 
     def move_parts(self, consumer: str, old_all: Allocations, old_devices: Devices,
                    new_all: Allocations, new_devices: Devices) -> tuple[set[Key], set[Key]]:
-        """:meth:`move`, given each holding's allocations and devices (a replay moves a
-        consumer at every event, and needs no :class:`Holding` to do it)."""
+        """Replace ``consumer``'s holding (its allocations and devices) by the new one;
+        returns the keys whose allocated amount changed and those whose devices changed
+        (a replay moves a consumer at every event)."""
         usage: set[Key] = set()
         devices: set[Key] = set()
         if old_all is new_all and old_devices is new_devices:

@@ -131,6 +131,9 @@ def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
         grouped["cpu_per_item"]["total_us"]
         / (batching["rows_per_claim"] * raw["cpu_per_item"]["total_us"]), rel=0.02)
     assert found["scaling"]["writers"] == 2
+    # --quick: T3 in one round, its medians that round's ratios
+    assert found["scaling"]["t3_cpu"] == found["scaling"]["round_cpu_ratios"][0]
+    assert found["scaling"]["t3_rate"] == found["scaling"]["round_rate_ratios"][0]
     assert found["replay"]["sizes"] == [300, 600]
     assert found["scale"]["hosts"] == 20
     # T5 is the median of its rounds' ratios (16 rounds, each a turn of each side)
@@ -216,3 +219,19 @@ def test_before_after_measures_both_checkouts_and_draws_their_cpu_by_part(
     picture = ElementTree.parse(tmp_path / "before-after-cpu.svg").getroot()
     text = "".join(picture.itertext())
     assert "python -m benchmarks.before_after --other" in text and "before" in text
+
+
+def test_t3_ratios_of_one_round_are_cpu_and_rate_growth_over_raw() -> None:
+    from benchmarks.stats import Sample
+    from benchmarks.targets import _scaling_ratios
+
+    def sample(count: int, seconds: float, cpu: float) -> Sample:
+        return Sample(count, seconds, (), client_cpu=cpu * 0.75, backend_cpu=cpu * 0.25)
+
+    found = {"floor_1": sample(1000, 1.0, 0.05), "floor_8": sample(2000, 1.0, 0.2),
+             "shared_1": sample(100, 1.0, 0.03), "shared_8": sample(160, 1.0, 0.12)}
+    cpu, rate = _scaling_ratios(found, 8)
+    # claims' CPU each grew 0.00075/0.0003 = 2.5x, raw's 0.0001/0.00005 = 2x: 1.25
+    assert cpu == pytest.approx(1.25)
+    # claims/s grew 1.6x, raw's 2x: 0.8
+    assert rate == pytest.approx(0.8)

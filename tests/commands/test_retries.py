@@ -3,6 +3,7 @@ id with another command is refused, naming both (every command kind, every store
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +16,7 @@ from allocation_ledger.domain.errors import (
     InsufficientCapacity,
     InvalidRequest,
 )
+from allocation_ledger.domain.ids import consumer_stream_id
 from tests.builders import PROJECT, USER, a_host, new_id, snapshot
 from tests.commands.kinds import KINDS, Kind
 
@@ -135,3 +137,20 @@ def test_a_malformed_command_id_is_refused(ledger: Ledger, bad: Any) -> None:
         ledger.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER,
                      command_id=bad)
     assert snapshot(ledger) == written
+
+
+def test_only_a_command_id_the_caller_chose_carries_a_fingerprint(ledger: Ledger) -> None:
+    host = a_host(ledger)
+    ledger.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER,
+                 command_id="chosen")
+    vm = new_id()
+    ledger.claim(vm, {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER)
+
+    chosen = ledger.command("chosen")
+    assert chosen.fingerprint is not None and len(chosen.fingerprint) == 64
+    int(chosen.fingerprint, 16)  # a SHA-256, in hex
+    stored = ledger.store.recorder.select_events(consumer_stream_id(vm))
+    made_up = json.loads(stored[-1].state)["request"]["command_id"]
+    unnamed = ledger.command(made_up)
+    # a fresh id nothing else can name: no retry to tell from another command
+    assert (unnamed.applied, unnamed.name, unnamed.fingerprint) == (True, "claim", "")

@@ -2,12 +2,13 @@
 :class:`~.ledger.Ledger` goes through.
 
 A command is parsed (:mod:`.inputs`), given an :class:`Intent` (its id, the caller's or a
-fresh one, and the fingerprint of its arguments), and handed to :func:`handle`: one loop
-that runs the command's handler over a :class:`~.unit_of_work.UnitOfWork` and commits,
-counting the tries that lost the connection and the attempts that clashed, until it has an
-outcome or a refusal. The unit of work appends the command's record
-(:class:`~allocation_ledger.domain.command.Command`) in the same atomic append as its
-events, so the store's unique (stream, version) key admits one command per id. Then:
+fresh one, and for an id the caller chose the fingerprint of its arguments), and handed to
+:func:`handle`: one loop that runs the command's handler over a
+:class:`~.unit_of_work.UnitOfWork` and commits, counting the tries that lost the connection
+and the attempts that clashed, until it has an outcome or a refusal. The unit of work
+appends the command's record (:class:`~allocation_ledger.domain.command.Command`) in the
+same atomic append as its events, so the store's unique (stream, version) key admits one
+command per id. Then:
 
 - a clash on the record (the client retried, or the driver resent an append whose reply was
   lost) means the command is already applied: the outcome is read back as of that command
@@ -101,10 +102,14 @@ class Commits(Protocol):
 def intent(name: str, command_id: CommandId | None,
            request: Mapping[str, str] | RequestIn | None,
            *inputs: BaseModel | Mapping[str, Any] | str | int | None) -> Intent:
-    """The intent of a call of command ``name`` with these validated ``inputs``."""
-    given = command_id is not None
-    chosen = command_id_of(command_id) if command_id is not None else uuid4().hex
-    return Intent(chosen, name, fingerprint(name, inputs), request_meta(request, chosen), given)
+    """The intent of a call of command ``name`` with these validated ``inputs``. The
+    fingerprint tells a retry from another command under a reused id; a command whose
+    caller gave no id has a fresh one that nothing else can name, so it has none (``""``)."""
+    if command_id is None:
+        chosen = uuid4().hex
+        return Intent(chosen, name, "", request_meta(request, chosen), False)
+    chosen = command_id_of(command_id)
+    return Intent(chosen, name, fingerprint(name, inputs), request_meta(request, chosen), True)
 
 
 def fingerprint(name: str, inputs: Inputs) -> str:

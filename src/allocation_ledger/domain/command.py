@@ -59,8 +59,9 @@ class Command(PlainState, Aggregate):
 
 @dataclass(frozen=True)
 class Intent:
-    """One call of a command: its id, name, the fingerprint of its validated arguments and
-    who asked (stored with every event it appends)."""
+    """One call of a command: its id, name, the fingerprint of its validated arguments
+    (``""`` when the ledger made the id up: nothing else can name it) and who asked
+    (stored with every event it appends)."""
 
     command_id: str
     name: str

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from allocation_ledger.adapters.decoding import Decoder
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.audit import drift
 from allocation_ledger.audit import findings as f
@@ -25,7 +26,7 @@ from allocation_ledger.audit.integrity import (
     downgraded,
     store_integrity,
 )
-from allocation_ledger.audit.ledger_events import entries, last_position
+from allocation_ledger.audit.ledger_events import batches, last_position
 from allocation_ledger.audit.pointintime import replay, reviver
 from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
@@ -141,15 +142,29 @@ def audit(
 def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,
            due: drift.Due | None, progress: Progress | None,
            links: ChainCheck | None) -> None:
-    """Feed the auditor every event from ``start`` to ``stop``; check the chain; compare
-    each read model when the replay reaches its position."""
+    """Feed the auditor every event from ``start`` to ``stop``, a batch of notifications
+    at a time, after checking the batch's chain; compare each read model when the replay
+    reaches its position, and tell the progress every :data:`PROGRESS_EVERY` events."""
     end = stop if stop is not None else last_position(store)
-    for entry in entries(store, start, stop, links.observe if links else None):
-        if due is not None:
-            due.before(entry.position, auditor.state)
-        auditor.observe(entry)
-        if progress is not None and auditor.events % PROGRESS_EVERY == 0:
-            progress(entry.position, end)
+    decoder = Decoder(store.mapper)
+    for batch in batches(store, start, stop):
+        if links is not None:
+            links.observe_all(batch)
+        if due is None and progress is None:
+            auditor.observe_all(batch, decoder)
+            continue
+        first = 0
+        while first < len(batch):  # up to the next comparison or progress, in one go
+            last = len(batch)
+            if due is not None:
+                due.before(batch[first].id, auditor.state)
+                last = min(last, due.reached(batch, first))
+            if progress is not None:
+                last = min(last, first + PROGRESS_EVERY - auditor.events % PROGRESS_EVERY)
+            auditor.observe_all(batch[first:last], decoder)
+            if progress is not None and auditor.events % PROGRESS_EVERY == 0:
+                progress(batch[last - 1].id, end)
+            first = last
     auditor.finish()
     if links is not None and stop is None:
         links.finish()

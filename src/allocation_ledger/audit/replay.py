@@ -102,8 +102,8 @@ class Auditor:
             elif kind is Consumer or kind is Migration:
                 consumer_event(where, aggregate, event, before, kind)
             interval = every.get(type(aggregate))
-            if interval and not aggregate.version % interval:
-                findings.extend(after(where, aggregate))  # type: ignore[misc]
+            if interval and not aggregate.version % interval and after is not None:
+                findings.extend(after(where, aggregate))
             if kind is not Provider:  # a provider is never let go
                 settle(stream, aggregate)
 
@@ -140,9 +140,8 @@ class Auditor:
             found = checks.check_consumer(where, consumer, self.state.providers)
             if found:
                 self.findings.extend(found)
-        if kind is Migration and _what(event) is _RESOLVED:
-            self.findings.extend(checks.check_resolved_again(
-                where, consumer, status))  # type: ignore[arg-type]
+        if kind is Migration and _what(event) is _RESOLVED and isinstance(consumer, Migration):
+            self.findings.extend(checks.check_resolved_again(where, consumer, status))
 
     def end_command(self) -> None:
         """The command being applied is complete: check every pair it touched."""

@@ -27,8 +27,9 @@ from allocation_ledger.domain.provider import Provider
 from allocation_ledger.domain.values import Inventory
 
 #: Inventories as read from providers' plain dicts, per (provider, class), each beside the
-#: dict it was read from (a provider's events replace these dicts, never edit them)
-Inventories = dict[Key, tuple[dict[str, Any], Inventory]]
+#: dict it was read from (a provider's events replace these dicts, never edit them) and its
+#: capacity
+Inventories = dict[Key, tuple[dict[str, Any], Inventory, int]]
 
 
 def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
@@ -48,9 +49,12 @@ def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
                                     {"usage": used}))
             continue
         raw = provider.inventories.get(rc)
-        inventory = _inventory(provider.uuid, rc, raw, known) if raw is not None else None
-        if inventory is None or rules.capacity_exceeded(inventory, old, used):
-            capacity = inventory.capacity if inventory is not None else 0
+        if raw is not None:
+            inventory, capacity = _inventory(provider.uuid, rc, raw, known)
+            if used <= capacity:  # what capacity_exceeded answers first, without the call
+                continue
+        if raw is None or rules.capacity_exceeded(inventory, old, used):
+            capacity = inventory.capacity if raw is not None else 0
             found.append(Finding.at(
                 where, f.OVER_CAPACITY,
                 f"provider {provider.uuid} {rc} usage grew from {old} to {used}, above "
@@ -60,15 +64,19 @@ def check_growth(where: Where, provider: Provider, before: Mapping[str, int],
     return found
 
 
-def _inventory(rp: str, rc: str, raw: dict[str, Any], known: Inventories | None) -> Inventory:
+def _inventory(rp: str, rc: str, raw: dict[str, Any],
+               known: Inventories | None) -> tuple[Inventory, int]:
+    """The inventory ``raw`` describes and its capacity (from ``known`` while ``raw`` is
+    the dict it was read from)."""
     if known is None:
-        return Inventory.from_dict(raw)
+        inventory = Inventory.from_dict(raw)
+        return inventory, inventory.capacity
     seen = known.get((rp, rc))
     if seen is not None and seen[0] is raw:
-        return seen[1]
+        return seen[1], seen[2]
     inventory = Inventory.from_dict(raw)
-    known[(rp, rc)] = (raw, inventory)
-    return inventory
+    known[(rp, rc)] = (raw, inventory, inventory.capacity)
+    return inventory, inventory.capacity
 
 
 def check_consumer(where: Where, consumer: Consumer,

@@ -8,8 +8,11 @@ that position: a projection that lags is not drift, a row that disagrees is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from eventsourcing.persistence import Notification
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application.views import ProviderView
@@ -96,6 +99,14 @@ class Due:
             self.findings += found
             self.notes += notes
 
+    def reached(self, batch: Sequence[Notification], first: int) -> int:
+        """Where in ``batch`` (from ``first``, after :meth:`before` of its position) the
+        replay reaches the next comparison: the index of the first event beyond it (the
+        length of ``batch`` when none is)."""
+        if not self._pending:
+            return len(batch)
+        return bisect_right(batch, self._pending[0][0], first, key=_position)
+
     def finish(self, state: LedgerState, *, whole: bool = False) -> None:
         """The replay is over: compare what is due; a read model beyond it is an error when
         the replay went to the ledger's end (``whole``: it shows events the ledger has not),
@@ -113,6 +124,10 @@ class Due:
             else:
                 self.notes.append(f"projection {name} not compared: it is at position {at}, "
                                   f"beyond the audited range (up to {state.position})")
+
+
+def _position(notification: Notification) -> int:
+    return notification.id
 
 
 ABSENT = "no row"

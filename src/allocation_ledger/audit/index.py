@@ -34,18 +34,21 @@ class HoldingsIndex:
         index = cls()
         for consumer in consumers:
             index.move_parts(consumer.uuid, {}, {}, consumer.allocations,
-                             consumer.devices)
+                             consumer.devices, {}, {}, None)
         return index
 
     def move_parts(self, consumer: str, old_all: Allocations, old_devices: Devices,
-                   new_all: Allocations, new_devices: Devices) -> tuple[set[Key], set[Key]]:
+                   new_all: Allocations, new_devices: Devices, usage: dict[Key, Any],
+                   devices: dict[Key, Any], mark: Any) -> None:
         """Replace ``consumer``'s holding (its allocations and devices) by the new one;
-        returns the keys whose allocated amount changed and those whose devices changed
-        (a replay moves a consumer at every event)."""
-        usage: set[Key] = set()
-        devices: set[Key] = set()
+        sets ``mark`` in ``usage`` at the keys whose allocated amount changed and in
+        ``devices`` at those whose devices changed (a replay moves a consumer at every
+        event, and notes which keys each command changed)."""
         if old_all is new_all and old_devices is new_devices:
-            return usage, devices
+            return
+        if not old_devices and not new_devices:  # most consumers: the same, less to do
+            self._move_amounts(old_all, new_all, usage, mark)
+            return
         allocated, backing = self.allocated, self.device_backed
         for rp in _keys(old_all, new_all):
             old = old_all.get(rp, _EMPTY)
@@ -58,12 +61,12 @@ class HoldingsIndex:
                 delta = now - was
                 if delta:
                     allocated[key] = allocated.get(key, 0) + delta
-                    usage.add(key)
+                    usage[key] = mark
                 if old_dev or new_dev:
                     backed = (now if new_dev.get(rc) else 0) - (was if old_dev.get(rc) else 0)
                     if backed:
                         backing[key] = backing.get(key, 0) + backed
-                        devices.add(key)
+                        devices[key] = mark
         for rp in _keys(old_devices, new_devices):
             old_by = old_devices.get(rp, _EMPTY)
             new_by = new_devices.get(rp, _EMPTY)
@@ -76,8 +79,20 @@ class HoldingsIndex:
                     table.get(device, set()).discard(consumer)
                 for device in new_ids - old_ids:
                     table.setdefault(device, set()).add(consumer)
-                devices.add((rp, rc))
-        return usage, devices
+                devices[(rp, rc)] = mark
+
+    def _move_amounts(self, old_all: Allocations, new_all: Allocations,
+                      usage: dict[Key, Any], mark: Any) -> None:
+        """:meth:`move_parts` of a consumer that holds no device before or after."""
+        allocated = self.allocated
+        for rp in _keys(old_all, new_all):
+            old, new = old_all.get(rp, _EMPTY), new_all.get(rp, _EMPTY)
+            for rc in _keys(old, new):
+                delta = new.get(rc, 0) - old.get(rc, 0)
+                if delta:
+                    key = (rp, rc)
+                    allocated[key] = allocated.get(key, 0) + delta
+                    usage[key] = mark
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -8,7 +8,7 @@ always consecutive (the store serialises appends).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,11 +43,18 @@ def notifications(
     store: EventStore, start: int = 1, stop: int | None = None, batch: int = BATCH
 ) -> Iterator[Notification]:
     """Raw notifications from ``start`` to ``stop`` (inclusive), in order, without decoding."""
+    for found in batches(store, start, stop, batch):
+        yield from found
+
+
+def batches(store: EventStore, start: int = 1, stop: int | None = None,
+            batch: int = BATCH) -> Iterator[Sequence[Notification]]:
+    """:func:`notifications` as the store reads them: ``batch`` at a time, none empty."""
     while stop is None or start <= stop:
         found = store.recorder.select_notifications(start, batch, stop=stop)
         if not found:
             return
-        yield from found
+        yield found
         start = found[-1].id + 1
 
 
@@ -59,11 +66,12 @@ def decode(store: EventStore, notification: Notification,
     except UNREADABLE as err:
         # The audit must report a bad record and go on, whatever the library raised for it
         # (an unknown topic, broken JSON, a field that does not fit or is missing).
-        return _entry(notification, None, _why(err))
+        return _entry(notification, None, why(err))
     return _entry(notification, event, None)
 
 
-def _why(err: Exception) -> str:
+def why(err: Exception) -> str:
+    """What an undecodable record's error says, as an entry's ``error``."""
     return f"{type(err).__name__}: {err}"
 
 
@@ -94,7 +102,7 @@ def entries(store: EventStore, start: int = 1, stop: int | None = None,
         try:
             event = decoder(notification)
         except UNREADABLE as err:
-            yield _entry(notification, None, _why(err))
+            yield _entry(notification, None, why(err))
         else:
             yield _entry(notification, event, None)
 

@@ -9,14 +9,18 @@ reappears it is reported again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+from uuid import UUID
 
+from eventsourcing.persistence import Notification
+
+from allocation_ledger.adapters.decoding import UNREADABLE, Decoder
 from allocation_ledger.audit import checks
 from allocation_ledger.audit import findings as f
 from allocation_ledger.audit.findings import Finding, Where
 from allocation_ledger.audit.index import HoldingsIndex, Key
-from allocation_ledger.audit.ledger_events import Entry
+from allocation_ledger.audit.ledger_events import as_uuid, why
 from allocation_ledger.audit.state import LedgerState, kind_of
 from allocation_ledger.domain.command import CommandEnds
 from allocation_ledger.domain.consumer import Consumer
@@ -24,8 +28,20 @@ from allocation_ledger.domain.holdings import NOTHING
 from allocation_ledger.domain.migration import Migration
 from allocation_ledger.domain.provider import Provider
 
-#: Called after each event with the event and the aggregate as replayed (snapshot checks).
-AfterEvent = Callable[[Where, Any], list[Finding]]
+
+class AfterEvent(Protocol):
+    """A check of the aggregate as replayed after an event (the snapshot check), made
+    where its version is a multiple of its class's interval in ``every``."""
+
+    @property
+    def every(self) -> Mapping[type, int]:
+        """The interval of each aggregate class checked."""
+
+    def __call__(self, where: Where, aggregate: Any) -> list[Finding]:
+        """Findings about ``aggregate`` as replayed at ``where``."""
+
+
+_NO_INTERVALS: Mapping[type, int] = {}
 Identity = tuple[str, tuple[tuple[str, str], ...]]
 
 
@@ -48,46 +64,65 @@ class Auditor:
         if self.state.position:
             self.check_everything()
 
-    def observe(self, entry: Entry) -> None:
-        """Apply and check one ledger event."""
-        self.events += 1
-        event, stream, state = entry.event, entry.stream, self.state
-        where = _where(entry.position, event.timestamp if event is not None else None, stream)
-        if event is None:
-            self.findings.append(Finding.at(where, f.UNREADABLE,
-                                            f"event {entry.topic} v{entry.version} of stream "
-                                            f"{entry.stream} cannot be read: {entry.error}"))
-            return
-        if self._commands.opens_command(event):
-            self.end_command()
-        aggregate: Any = state.aggregates.get(stream)
-        before = _before(aggregate)
-        problem, aggregate = state.apply_to(entry.position, event, aggregate)
-        if problem is not None:
-            self.findings.append(Finding.at(where, f.ORDER, problem,
-                                            {"version": entry.version}))
-        kind = kind_of(aggregate)
-        if kind is Provider:
-            self._provider_event(where, aggregate, event, before)
-        elif kind is Consumer or kind is Migration:
-            self._consumer_event(where, aggregate, event, before)
-        if self._after_event is not None:
-            self.findings.extend(self._after_event(where, aggregate))
-        if kind is not Provider:  # a provider is never let go
-            state.settle(stream, aggregate)
+    def observe_all(self, batch: Iterable[Notification], decoder: Decoder) -> None:
+        """Decode, apply and check each event of ``batch``, in order (a record that cannot
+        be decoded is reported where it is, as :func:`~.ledger_events.entries` decodes)."""
+        state, findings, opens = self.state, self.findings, self._commands.opens_command
+        aggregates, apply_to, settle = state.aggregates, state.apply_to, state.settle
+        provider_event, consumer_event = self._provider_event, self._consumer_event
+        after = self._after_event
+        every = after.every if after is not None else _NO_INTERVALS
+        for n in batch:
+            self.events += 1
+            position, stream = n.id, n.originator_id
+            if type(stream) is not UUID:
+                stream = as_uuid(stream)
+            try:
+                event = decoder(n)
+            except UNREADABLE as err:
+                findings.append(Finding.at(_where(position, None, stream), f.UNREADABLE,
+                                           f"event {n.topic} v{n.originator_version} of "
+                                           f"stream {stream} cannot be read: {why(err)}"))
+                continue
+            where = _where(position, event.timestamp, stream)
+            if opens(event):
+                self.end_command()
+            held: Any = aggregates.get(stream)
+            kind = kind_of(held)
+            before = _before(held, kind)
+            aggregate: Any
+            problem, aggregate = apply_to(position, event, held)
+            if problem is not None:
+                findings.append(Finding.at(where, f.ORDER, problem,
+                                           {"version": n.originator_version}))
+            if aggregate is not held:
+                kind = kind_of(aggregate)
+            if kind is Provider:
+                provider_event(where, aggregate, event, before)
+            elif kind is Consumer or kind is Migration:
+                consumer_event(where, aggregate, event, before, kind)
+            interval = every.get(type(aggregate))
+            if interval and not aggregate.version % interval and after is not None:
+                findings.extend(after(where, aggregate))
+            if kind is not Provider:  # a provider is never let go
+                settle(stream, aggregate)
 
     def _provider_event(self, where: Where, provider: Provider, event: Any,
                         before: Any) -> None:
-        if isinstance(event, Provider.AllocationsChanged):
-            self.findings.extend(checks.check_growth(where, provider, before, event.usages,
-                                                     self._inventories))
-            for rc in event.usages:
-                self._usage[(provider.uuid, rc)] = where
+        what = _what(event)
+        if what is _CHANGED:
+            usages, rp = event.usages, provider.uuid
+            found = checks.check_growth(where, provider, before, usages, self._inventories)
+            if found:
+                self.findings.extend(found)
+            touched = self._usage
+            for rc in usages:
+                touched[(rp, rc)] = where
             for rc in event.holds:
-                self._devices[(provider.uuid, rc)] = where
-        elif isinstance(event, Provider.DevicesSet):
+                self._devices[(rp, rc)] = where
+        elif what is _DEVICES_SET:
             self._devices[(provider.uuid, event.resource_class)] = where
-        elif isinstance(event, Provider.Deleted):
+        elif what is _DELETED:
             for rc, used in provider.usages.items():
                 if used:
                     self.findings.append(Finding.at(
@@ -97,24 +132,30 @@ class Auditor:
                         {"usage": used}))
 
     def _consumer_event(self, where: Where, consumer: Consumer, event: Any,
-                        before: Any) -> None:
+                        before: Any, kind: type) -> None:
         allocations, held, status = before
-        usage, devices = self.index.move_parts(consumer.uuid, allocations, held,
-                                               consumer.allocations, consumer.devices)
-        for key in usage:
-            self._usage[key] = where
-        for key in devices:
-            self._devices[key] = where
+        self.index.move_parts(consumer.uuid, allocations, held, consumer.allocations,
+                              consumer.devices, self._usage, self._devices, where)
         if allocations is not consumer.allocations:
-            self.findings.extend(checks.check_consumer(where, consumer, self.state.providers))
-        if isinstance(event, Migration.Resolved) and isinstance(consumer, Migration):
+            found = checks.check_consumer(where, consumer, self.state.providers)
+            if found:
+                self.findings.extend(found)
+        if kind is Migration and _what(event) is _RESOLVED and isinstance(consumer, Migration):
             self.findings.extend(checks.check_resolved_again(where, consumer, status))
 
     def end_command(self) -> None:
         """The command being applied is complete: check every pair it touched."""
         providers, index, report = self.state.providers, self.index, self._report
+        allocated, open_ = index.allocated, self._open
         for key, where in self._usage.items():
-            report(key, "usage", checks.check_usage(where, key, providers.get(key[0]), index))
+            provider = providers.get(key[0])
+            if provider is not None and provider.usages.get(key[1], 0) == allocated.get(key, 0):
+                # check_usage finds nothing where they agree (nearly always): nothing new
+                # to report, and a problem open there is mended
+                if open_:
+                    open_.pop((key, "usage"), None)
+                continue
+            report(key, "usage", checks.check_usage(where, key, provider, index))
         for key, where in self._devices.items():
             report(key, "devices", checks.check_devices(where, key, providers.get(key[0]),
                                                         index))
@@ -151,11 +192,10 @@ class Auditor:
         self._open[(key, aspect)] = now
 
 
-def _before(aggregate: Any) -> Any:
-    """What a check needs of the aggregate before the event (appliers replace, never edit,
-    these values, so keeping references is enough): a provider's usages, a consumer's
-    allocations, devices and migration status."""
-    kind = kind_of(aggregate)
+def _before(aggregate: Any, kind: type | None) -> Any:
+    """What a check needs of the aggregate (of ``kind``, :func:`kind_of` it) before the
+    event (appliers replace, never edit, these values, so keeping references is enough):
+    a provider's usages, a consumer's allocations, devices and migration status."""
     if kind is Provider:
         return aggregate.usages
     if kind is Migration:
@@ -163,6 +203,27 @@ def _before(aggregate: Any) -> Any:
     if kind is Consumer:
         return aggregate.allocations, aggregate.devices, None
     return NOTHING.allocations, NOTHING.devices, None
+
+
+#: What the auditor does with an event, by its class (:func:`_what`)
+_CHANGED, _DEVICES_SET, _DELETED, _RESOLVED, _OTHER = range(5)
+_WHAT: dict[type, int] = {}
+
+
+def _what(event: Any) -> int:
+    """Which of the event classes the auditor looks at ``event`` is an instance of, found
+    once per class (``isinstance`` of the events' ``ABCMeta`` classes is a Python call)."""
+    cls = type(event)
+    try:
+        return _WHAT[cls]
+    except KeyError:
+        found = _WHAT[cls] = next(
+            (what for what, base in ((_CHANGED, Provider.AllocationsChanged),
+                                     (_DEVICES_SET, Provider.DevicesSet),
+                                     (_DELETED, Provider.Deleted),
+                                     (_RESOLVED, Migration.Resolved))
+             if issubclass(cls, base)), _OTHER)
+        return found
 
 
 _new, _set = object.__new__, object.__setattr__

@@ -8,6 +8,8 @@ the version it was taken at.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -25,8 +27,9 @@ STREAMS = 1000
 
 
 def snapshot_checker(store: EventStore) -> AfterEvent | None:
-    """A per-event hook comparing each stored snapshot with the replayed aggregate at the
-    same version (``None`` when the store keeps no snapshots)."""
+    """A hook comparing each stored snapshot with the replayed aggregate at the same
+    version, called at the versions snapshots are taken at (``None`` when the store keeps
+    no snapshots)."""
     snapshots = store.snapshots
     intervals = dict(store.snapshotting_intervals or {})
     if snapshots is None or not intervals:
@@ -46,9 +49,6 @@ def snapshot_checker(store: EventStore) -> AfterEvent | None:
         return queue.popleft() if queue and queue[0].originator_version == version else None
 
     def check(where: Where, aggregate: Any) -> list[Finding]:
-        interval = intervals.get(type(aggregate)) if aggregate is not None else None
-        if not interval or aggregate.version % interval:
-            return []
         version = aggregate.version
         snapshot: Any = stored_at(aggregate.id, version)
         if snapshot is None:
@@ -63,4 +63,17 @@ def snapshot_checker(store: EventStore) -> AfterEvent | None:
             f"{version} differs from the replay in {', '.join(differ)}",
             {"uuid": aggregate.uuid, "fields": differ}, {"version": version})]
 
-    return check
+    return Check(intervals, check)
+
+
+@dataclass(frozen=True)
+class Check:
+    """:data:`AfterEvent`: ``check`` of an aggregate whose version is a multiple of its
+    class's interval in ``every`` (the store's snapshotting intervals)."""
+
+    every: dict[type, int]
+    check: Callable[[Where, Any], list[Finding]]
+
+    def __call__(self, where: Where, aggregate: Any) -> list[Finding]:
+        """The snapshot at ``aggregate``'s version compared with it, if one is stored."""
+        return self.check(where, aggregate)

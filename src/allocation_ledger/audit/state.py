@@ -78,7 +78,7 @@ class LedgerState:
         self.position = position
         self.time = event.timestamp
         stream: UUID = event.originator_id
-        created = isinstance(event, Aggregate.Created)
+        created = creates(event)
         held = aggregate is not None  # else, as held after the event: in ``aggregates``
         try:
             if aggregate is None and self.revive is not None and not created:
@@ -190,6 +190,20 @@ def kind_of(aggregate: Any) -> type[Aggregate] | None:
         return _KIND_OF[cls]
     except KeyError:
         found = _KIND_OF[cls] = next((k for k in KINDS if issubclass(cls, k)), None)
+        return found
+
+
+_CREATES: dict[type, bool] = {}
+
+
+def creates(event: Any) -> bool:
+    """``isinstance(event, Aggregate.Created)``, found once per event class (the events'
+    metaclass is an ``ABCMeta`` too: see :func:`kind_of`)."""
+    cls = type(event)
+    try:
+        return _CREATES[cls]
+    except KeyError:
+        found = _CREATES[cls] = issubclass(cls, Aggregate.Created)
         return found
 
 

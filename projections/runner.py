@@ -30,12 +30,11 @@ position and where each read model stopped.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +50,14 @@ from allocation_ledger.projections import reading, tracking
 from allocation_ledger.projections.binding import binding_problem
 from allocation_ledger.projections.feed import Feed
 from allocation_ledger.projections.projection import Projection
-from allocation_ledger.projections.reading import Event
+from allocation_ledger.projections.reading import Event, collector_paused
 from allocation_ledger.projections.row_groups import Changes, RowGroups
 from allocation_ledger.projections.store import relax_durability
 
 log = logging.getLogger(__name__)
 
 #: A catch-up this many events behind pauses the cyclic garbage collector (see
-#: :func:`_collector_paused`); a follower's small ones leave it alone.
+#: :func:`collector_paused`); a follower's small ones leave it alone.
 PAUSE_GC_FROM = 10_000
 #: Groups (and stream names) a projection's cache holds before it lets the oldest go:
 #: about a kilobyte each, so a catch-up of any length stays within tens of megabytes.
@@ -98,26 +97,11 @@ class PositionMoved(Exception):
     """Raised when another runner moved a projection's position first: start again."""
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off meanwhile (if it was on). A catch-up allocates
-    a dict per row and keeps hundreds of thousands in its cache, none in a reference cycle,
-    so each full collection walks them all for nothing: a fifth of a large rebuild."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 class Runner:
     """Keeps ``projections`` up to date with the ledger in ``store``.
 
     ``pause_gc`` turns Python's cyclic garbage collector off while it catches up on
-    ``PAUSE_GC_FROM`` events or more (see :func:`_collector_paused`); pass ``False`` to
+    ``PAUSE_GC_FROM`` events or more (see :func:`collector_paused`); pass ``False`` to
     leave it alone.
     """
 
@@ -213,7 +197,7 @@ class Runner:
                 self._commit()
             return True
         large = self.pause_gc and head - self._seen >= PAUSE_GC_FROM
-        with _collector_paused() if large else nullcontext():
+        with collector_paused() if large else nullcontext():
             for page in reading.pages(self.store, self._seen, head, self.page_size,
                                       self._hashes):
                 if self._stop.is_set():

@@ -7,10 +7,8 @@ with any finding of severity "error" means the ledger broke an invariant of docs
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +32,7 @@ from allocation_ledger.audit.replay import Auditor
 from allocation_ledger.audit.snapshots import snapshot_checker
 from allocation_ledger.audit.state import LedgerState
 from allocation_ledger.domain.migration import check_age, started_by
+from allocation_ledger.projections.reading import collector_paused
 
 Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 2000
@@ -140,22 +139,6 @@ def audit(
         found += stale_migrations(auditor.state, stale_after, now)
     found.sort(key=lambda x: x.position)  # stable: each position keeps its own order
     return AuditReport(found, auditor.events, start, auditor.state.position, seconds, notes)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off meanwhile (if it was on), as the projections'
-    catch-up has it. A replay allocates several objects per event, none in a reference
-    cycle, and keeps the state of the whole cloud: each full collection would walk it all
-    for nothing (an audit left no cyclic garbage behind on the benchmarks' ledgers)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _check(store: EventStore, auditor: Auditor, start: int, stop: int | None,

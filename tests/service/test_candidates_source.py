@@ -9,12 +9,17 @@ from collections.abc import Callable
 import pytest
 
 from allocation_ledger import Ledger, LedgerError, open_ledger
-from allocation_ledger.application.candidates import allocation_candidates
+from allocation_ledger.application import catalog
+from allocation_ledger.application.candidates import snapshot
+from allocation_ledger.domain.candidates import search
 from allocation_ledger.domain.candidates_request import (
     Candidates,
     CandidatesRequest,
     RequestGroup,
 )
+from allocation_ledger.domain.ids import provider_stream_id
+from allocation_ledger.domain.provider import Provider
+from allocation_ledger.domain.values import is_valid_resource_class
 from tests.builders import PROJECT, USER, a_host, new_id
 
 REQUESTS = [
@@ -30,7 +35,11 @@ def answers(ledger: Ledger) -> list[Candidates]:
 
 
 def fresh(ledger: Ledger) -> list[Candidates]:
-    return [allocation_candidates(ledger.store, r, ledger.trait_exists) for r in REQUESTS]
+    """The answers of the plain search over every live provider, all loaded now."""
+    loaded = ledger.store.get_many(provider_stream_id(u) for u in catalog.providers(ledger.store))
+    live = [snapshot(p) for p in loaded.values() if isinstance(p, Provider) and not p.deleted]
+    return [search(live, r, class_exists=is_valid_resource_class,
+                   trait_exists=ledger.trait_exists) for r in REQUESTS]
 
 
 def test_kept_providers_answer_as_a_fresh_load_after_every_write(ledger: Ledger) -> None:

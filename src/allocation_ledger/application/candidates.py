@@ -22,7 +22,7 @@ from eventsourcing.utils import get_topic
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import catalog
-from allocation_ledger.domain.candidates import search, search_index
+from allocation_ledger.domain.candidates import search_index
 from allocation_ledger.domain.candidates_index import CloudIndex
 from allocation_ledger.domain.candidates_request import (
     Candidates,
@@ -35,15 +35,6 @@ from allocation_ledger.domain.values import Inventory, is_valid_resource_class
 
 BATCH = 5000
 REGISTERED = frozenset({get_topic(Provider.Registered), get_topic(Provider.Reregistered)})
-
-
-def allocation_candidates(store: EventStore, request: CandidatesRequest,
-                          trait_exists: Callable[[str], bool]) -> Candidates:
-    """The candidates for ``request`` over every live provider of ``store``, all loaded for
-    this answer (:class:`CandidatesSource` keeps them between answers); ``trait_exists``
-    says whether a trait the request names exists (standard, or custom and created)."""
-    return search(provider_snapshots(store), request,
-                  class_exists=is_valid_resource_class, trait_exists=trait_exists)
 
 
 class CandidatesSource:
@@ -104,26 +95,12 @@ class CandidatesSource:
             self._streams[stream] = p.uuid
 
 
-def provider_snapshots(store: EventStore) -> list[ProviderSnapshot]:
-    """Every live provider, in order of registration."""
-    entries = catalog.providers(store)
-    loaded = store.get_many(provider_stream_id(u) for u in entries)
-    found = [p for p in loaded.values() if isinstance(p, Provider) and not p.deleted]
-    return [snapshot(p) for p in found]
-
-
 def snapshot(p: Provider) -> ProviderSnapshot:
     """One provider aggregate as the candidates search sees it."""
-    traits, aggregates = traits_and_aggregates(p)
     return ProviderSnapshot(
         uuid=p.uuid, name=p.name, parent_uuid=p.parent_uuid, root_uuid=p.root_uuid,
         generation=p.version,
         inventories={rc: Inventory.from_dict(v) for rc, v in p.inventories.items()},
         usages={rc: n for rc, n in p.usages.items() if n},
-        traits=traits, aggregates=aggregates)
-
-
-def traits_and_aggregates(p: Provider) -> tuple[frozenset[str], frozenset[str]]:
-    """The provider's traits and aggregates, as the search reads them."""
-    return frozenset(p.traits), frozenset(p.aggregates)
+        traits=frozenset(p.traits), aggregates=frozenset(p.aggregates))
 

@@ -119,15 +119,27 @@ def migrations(store: EventStore, *, in_flight_only: bool = False) -> list[str]:
 
 def custom_traits(store: EventStore) -> list[str]:
     """Every custom trait that exists (created, and not deleted since), by name."""
+    return _live_names(store, Trait.Created, Trait.Recreated, Trait.Deleted)
+
+
+def resource_classes(store: EventStore) -> list[str]:
+    """The custom resource classes created and not deleted, by name."""
+    return _live_names(store, ResourceClass.Created, ResourceClass.Recreated,
+                       ResourceClass.Deleted)
+
+
+def _live_names(store: EventStore, created: type, recreated: type, deleted: type) -> list[str]:
+    """The names (carried by ``created``) of the streams whose last event of these three is
+    not ``deleted``, sorted."""
     decode = Decoder(store.mapper)
-    created, deleted = get_topic(Trait.Created), get_topic(Trait.Deleted)
+    first, gone = get_topic(created), get_topic(deleted)
     names: dict[UUID | str, str] = {}
     live: dict[UUID | str, bool] = {}
-    for n in _by_topic(store, (Trait.Created, Trait.Deleted, Trait.Recreated)):
+    for n in _by_topic(store, (created, recreated, deleted)):
         stream = n.originator_id
-        if n.topic == created:
+        if n.topic == first:
             names[stream] = decode(n).name
-        live[stream] = n.topic != deleted
+        live[stream] = n.topic != gone
     return sorted(names[s] for s, alive in live.items() if alive and s in names)
 
 
@@ -166,19 +178,3 @@ def resolve(kind: str, text: str, known: Iterable[str]) -> str:
             f"{kind} prefix {text!r} is ambiguous: {len(matches)} match ({shown}); "
             "give more characters", prefix=text, matches=matches)
     return matches[0]
-
-
-
-def resource_classes(store: EventStore) -> list[str]:
-    """The custom resource classes created and not deleted, by name."""
-    decode = Decoder(store.mapper)
-    created = get_topic(ResourceClass.Created)
-    names: dict[UUID | str, str] = {}
-    live: dict[UUID | str, bool] = {}
-    for n in _by_topic(store, (ResourceClass.Created, ResourceClass.Recreated,
-                               ResourceClass.Deleted)):
-        stream = n.originator_id
-        if n.topic == created:
-            names[stream] = decode(n).name
-        live[stream] = n.topic != get_topic(ResourceClass.Deleted)
-    return sorted(name for stream, name in names.items() if live.get(stream))

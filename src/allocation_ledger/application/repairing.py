@@ -42,12 +42,6 @@ class Repair:
     error: dict[str, Any] | None = None
 
 
-def stale_migrations(ledger: Ledger, older_than_seconds: float,
-                     now: datetime | None = None) -> list[MigrationView]:
-    """Migrations in flight for at least ``older_than_seconds``, oldest first."""
-    return ledger.migrations_in_flight(older_than_seconds, now=now)
-
-
 def repair_migrations(ledger: Ledger, migrations: list[MigrationView], action: str, *,
                       request: Mapping[str, str], dry_run: bool,
                       now: datetime | None = None) -> list[Repair]:

@@ -50,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
     from allocation_ledger.application.repairing import (
         release_consumers,
         repair_migrations,
-        stale_migrations,
     )
     from allocation_ledger.bootstrap import open_ledger
     from allocation_ledger.cli.output import print_json, table
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             _print_releases(args, request, released)
             return 1 if any(r.outcome == "refused" for r in released) else 0
         if args.stale_after is not None:
-            targets = stale_migrations(ledger, args.stale_after)
+            targets = ledger.migrations_in_flight(args.stale_after)
         else:
             targets = [ledger.migration(resolve_id(ledger.store, "migration", text))
                        for text in args.ids]

@@ -154,3 +154,17 @@ def test_only_a_command_id_the_caller_chose_carries_a_fingerprint(ledger: Ledger
     unnamed = ledger.command(made_up)
     # a fresh id nothing else can name: no retry to tell from another command
     assert (unnamed.applied, unnamed.name, unnamed.fingerprint) == (True, "claim", "")
+
+
+def test_a_misspelt_option_is_refused_as_python_refuses_an_unknown_keyword(
+        ledger: Ledger) -> None:
+    """Every command takes its ``request`` and ``command_id`` as ``**options``: a name that
+    is neither is a ``TypeError`` naming it, with nothing written."""
+    host = a_host(ledger)
+    written = snapshot(ledger)
+    with pytest.raises(TypeError, match=r"claim.*'comand_id'"):
+        ledger.claim(new_id(), {host: {"VCPU": 1}}, None, project_id=PROJECT, user_id=USER,
+                     comand_id="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"create_trait.*'requests'"):
+        ledger.create_trait("CUSTOM_MISSPELT", requests={"actor": "a"})  # type: ignore[call-arg]
+    assert snapshot(ledger) == written

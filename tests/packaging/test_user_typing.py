@@ -43,3 +43,15 @@ def test_a_misuse_is_caught(outside: Path) -> None:
     result = mypy(script, outside)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Incompatible types in assignment" in result.stdout
+
+
+def test_a_misspelt_option_is_caught(outside: Path) -> None:
+    """A command's ``request`` and ``command_id`` are typed keywords (``**options`` of a
+    ``TypedDict``): a name that is neither is an error to mypy, as a missing parameter is."""
+    script = outside / "misspelt.py"
+    source = (HERE / "user_script.py").read_text()
+    script.write_text(source.replace('request={"actor": "user-script"}',
+                                     'requests={"actor": "user-script"}'))
+    result = mypy(script, outside)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'Unexpected keyword argument "requests"' in result.stdout

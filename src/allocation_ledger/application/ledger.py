@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from allocation_ledger.adapters.eventstore import EventStore
 from allocation_ledger.application import catalog
 from allocation_ledger.application.candidates import CandidatesSource
 from allocation_ledger.application.command_ids import (
     CommandId,
-    Intent,
     Reader,
     command_id_of,
     guarded_read,
@@ -77,15 +76,30 @@ from allocation_ledger.domain.resource_class import ResourceClass
 
 C = TypeVar("C")
 T = TypeVar("T")
-Request = Mapping[str, str] | RequestIn | None
+
+
+class CommandOptions(TypedDict, total=False):
+    """What every command of :class:`Ledger` takes besides its own arguments, by keyword."""
+
+    #: who asks and why (``actor``, ``project``, ``request_id``, ``reason``), stored with
+    #: every event the command appends
+    request: Mapping[str, str] | RequestIn | None
+    #: a string or UUID the caller chooses: a command is applied at most once per id, and a
+    #: retry with the same id returns the first call's outcome with ``replayed`` set (see
+    #: :mod:`.command_ids`)
+    command_id: CommandId | None
+
+
+COMMAND_OPTIONS = frozenset(CommandOptions.__annotations__)
 
 
 class Ledger:
     """The allocation ledger's service API over one event store.
 
     Open one with :func:`allocation_ledger.open_ledger`. Commands take the generations
-    they depend on (``None`` for a consumer that holds nothing) and an optional ``request``
-    mapping with ``actor``, ``request_id`` and ``reason``, stored with every event.
+    they depend on (``None`` for a consumer that holds nothing) and, by keyword, the
+    :class:`CommandOptions` (an optional ``request`` mapping with ``actor``, ``request_id``
+    and ``reason``, stored with every event, and an optional ``command_id``).
     Safe to share between threads; many processes may write to one PostgreSQL store.
     """
 
@@ -140,32 +154,24 @@ class Ledger:
         user_id: str,
         consumer_type: str = INSTANCE,
         devices: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-        request: Mapping[str, str] | None = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ConsumerView:
         """Give one consumer these allocations (provider -> class -> amount), replacing what it
         held. ``expected_generation`` is ``None`` for a new or emptied consumer, else its
         current generation. Device-backed classes take free devices, lowest id first, unless
         ``devices`` (provider -> class -> ids) names them. Returns the consumer afterwards.
-
-        Every command takes an optional ``command_id`` (a string or UUID the caller
-        chooses): a command is applied at most once per id, and a retry with the same id
-        returns the first call's outcome with ``replayed`` set (see :mod:`.command_ids`).
         """
         cmd = parse(ClaimIn, consumer_uuid=consumer_uuid, allocations=allocations,
                     expected_generation=expected_generation, project_id=project_id,
                     user_id=user_id, consumer_type=consumer_type, devices=devices or {})
-        it = intent("claim", command_id, request, cmd)
         new = [cmd.consumer_uuid] if cmd.expected_generation is None else []
-        return self._handle(it, claims.claim, cmd,
+        return self._handle("claim", options, claims.claim, cmd,
                             lambda r: _consumer(r, cmd.consumer_uuid), new)
 
     def write_allocations(
         self,
         writes: Sequence[Mapping[str, Any]],
-        *,
-        request: Mapping[str, str] | None = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> list[ConsumerView]:
         """Replace the allocations of several consumers in one atomic write (Placement's
         ``POST /allocations``). Each item has ``consumer_uuid``, ``allocations`` (empty to
@@ -175,18 +181,16 @@ class Ledger:
         if isinstance(writes, Sequence) and not isinstance(writes, str) and not writes:
             raise InvalidRequest("a write needs at least one consumer")
         cmd = parse(WritesIn, writes=writes)
-        it = intent("write_allocations", command_id, request, *cmd.writes)
         new = [c.consumer_uuid for c in cmd.writes if c.expected_generation is None]
-        return self._handle(it, claims.write_allocations, cmd,
-                            lambda r: [_consumer(r, c.consumer_uuid) for c in cmd.writes], new)
+        return self._handle("write_allocations", options, claims.write_allocations, cmd,
+                            lambda r: [_consumer(r, c.consumer_uuid) for c in cmd.writes], new,
+                            inputs=cmd.writes)
 
     def reshape(
         self,
         inventories: Mapping[str, Mapping[str, Any]],
         allocations: Mapping[str, Mapping[str, Any]],
-        *,
-        request: Mapping[str, str] | None = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> dict[str, ProviderView]:
         """Replace the inventories of several providers and the allocations of several
         consumers in one atomic write (Placement's ``POST /reshaper``): a class of inventory
@@ -202,18 +206,15 @@ class Ledger:
         ``inventories`` afterwards.
         """
         cmd = parse(ReshapeIn, inventories=inventories, allocations=allocations)
-        it = intent("reshape", command_id, request, cmd)
         new = [c for c, w in cmd.allocations.items() if w.consumer_generation is None]
-        return self._handle(it, reshaping.reshape, cmd,
+        return self._handle("reshape", options, reshaping.reshape, cmd,
                             lambda r: {p: _provider(p)(r) for p in cmd.inventories}, new)
 
     def release(
         self,
         consumer_uuid: str,
         expected_generation: int | None,
-        *,
-        request: Mapping[str, str] | None = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> bool:
         """Remove a consumer's allocations and devices, checking its generation; ``False``,
         with nothing written, for a consumer that holds nothing (``expected_generation``
@@ -223,19 +224,14 @@ class Ledger:
         released."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid,
                     expected_generation=expected_generation)
-        it = intent("release", command_id, request, cmd)
-        return self._handle(it, claims.release, cmd, _appended)
+        return self._handle("release", options, claims.release, cmd, _appended)
 
-    def force_release(
-        self, consumer_uuid: str, *, request: Mapping[str, str] | None = None,
-        command_id: CommandId | None = None,
-    ) -> bool:
+    def force_release(self, consumer_uuid: str, **options: Unpack[CommandOptions]) -> bool:
         """Release ignoring the generation; ``False`` (a no-op) if it held nothing. An
         instance mid-move is being deleted: its migration's allocations are released too
         and the move is aborted."""
         cmd = parse(ReleaseIn, consumer_uuid=consumer_uuid, expected_generation=None)
-        it = intent("force_release", command_id, request, cmd)
-        return self._handle(it, claims.force_release, cmd, _appended)
+        return self._handle("force_release", options, claims.force_release, cmd, _appended)
 
     # -- providers --------------------------------------------------------------------------
 
@@ -246,8 +242,7 @@ class Ledger:
         *,
         parent_uuid: str | None = None,
         inventories: Mapping[str, Mapping[str, Any]] | None = None,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Register a root provider (a host) or a child of ``parent_uuid`` (trees of any
         depth). With ``inventories`` the inventory is set in the same append."""
@@ -255,26 +250,24 @@ class Ledger:
                     parent_uuid=parent_uuid)
         invs = (parse(InventoriesIn, provider_uuid=cmd.provider_uuid, inventories=inventories,
                       expected_generation=0) if inventories else None)
-        it = intent("register_provider", command_id, request, cmd, invs)
-        return self._handle(it, providers.register, providers.Registration(cmd, invs),
-                            _provider(cmd.provider_uuid))
+        return self._handle("register_provider", options, providers.register,
+                            providers.Registration(cmd, invs), _provider(cmd.provider_uuid),
+                            inputs=(cmd, invs))
 
     def set_inventories(
         self,
         provider_uuid: str,
         inventories: Mapping[str, Mapping[str, Any]],
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Replace a provider's whole inventory (Placement's ``PUT .../inventories``).
         Every inventory change takes the expected provider generation; a stale one is a
         :class:`ProviderGenerationConflict`."""
         cmd = parse(InventoriesIn, provider_uuid=provider_uuid, inventories=inventories,
                     expected_generation=expected_generation)
-        it = intent("set_inventories", command_id, request, cmd)
-        return self._handle(it, providers.set_inventories, cmd, _provider(cmd.provider_uuid))
+        return self._handle("set_inventories", options, providers.set_inventories, cmd,
+                            _provider(cmd.provider_uuid))
 
     def set_inventory(
         self,
@@ -282,9 +275,7 @@ class Ledger:
         resource_class: str,
         inventory: Mapping[str, Any],
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Add or update one class's inventory, keeping the others."""
         cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
@@ -293,25 +284,22 @@ class Ledger:
                       inventories={cmd.resource_class: inventory},
                       expected_generation=cmd.expected_generation)
         one = given.inventories[cmd.resource_class]
-        it = intent("set_inventory", command_id, request, cmd,
-                    {cmd.resource_class: one.model_dump()})
-        return self._handle(it, providers.set_inventory, providers.OneInventory(cmd, one),
-                            _provider(cmd.provider_uuid))
+        return self._handle("set_inventory", options, providers.set_inventory,
+                            providers.OneInventory(cmd, one), _provider(cmd.provider_uuid),
+                            inputs=(cmd, {cmd.resource_class: one.model_dump()}))
 
     def delete_inventory(
         self,
         provider_uuid: str,
         resource_class: str,
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Remove one class (refused with :class:`InventoryInUse` while it is allocated)."""
         cmd = parse(ClassIn, provider_uuid=provider_uuid, resource_class=resource_class,
                     expected_generation=expected_generation)
-        it = intent("delete_inventory", command_id, request, cmd)
-        return self._handle(it, providers.delete_inventory, cmd, _provider(cmd.provider_uuid))
+        return self._handle("delete_inventory", options, providers.delete_inventory, cmd,
+                            _provider(cmd.provider_uuid))
 
     def set_devices(
         self,
@@ -319,9 +307,7 @@ class Ledger:
         resource_class: str,
         device_ids: Sequence[str],
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Declare the named devices of a device-backed class (PCI addresses, mdev UUIDs,
         PMEM namespaces); the class's inventory total becomes their count. Removing a held
@@ -329,23 +315,21 @@ class Ledger:
         :data:`~allocation_ledger.application.inputs.MAX_DEVICE_IDS` distinct ids."""
         cmd = parse(DevicesSetIn, provider_uuid=provider_uuid, resource_class=resource_class,
                     device_ids=device_ids, expected_generation=expected_generation)
-        it = intent("set_devices", command_id, request, cmd)
-        return self._handle(it, providers.set_devices, cmd, _provider(cmd.provider_uuid))
+        return self._handle("set_devices", options, providers.set_devices, cmd,
+                            _provider(cmd.provider_uuid))
 
     def rename_provider(
         self,
         provider_uuid: str,
         name: str,
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Rename a provider (Placement's ``PUT /resource_providers/{uuid}``)."""
         cmd = parse(RenameProviderIn, provider_uuid=provider_uuid, name=name,
                     expected_generation=expected_generation)
-        it = intent("rename_provider", command_id, request, cmd)
-        return self._handle(it, providers.rename, cmd, _provider(cmd.provider_uuid))
+        return self._handle("rename_provider", options, providers.rename, cmd,
+                            _provider(cmd.provider_uuid))
 
     def set_parent(
         self,
@@ -354,8 +338,7 @@ class Ledger:
         expected_generation: int,
         *,
         reparenting: bool = True,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Move a provider under ``parent_uuid``, or make it a root (``None``), with every
         provider below it (Placement's ``PUT /resource_providers/{uuid}`` with
@@ -363,57 +346,45 @@ class Ledger:
         (Placement before 1.37). A loop is refused; the generation stays, as Placement's."""
         cmd = parse(ParentIn, provider_uuid=provider_uuid, parent_uuid=parent_uuid,
                     expected_generation=expected_generation, reparenting=reparenting)
-        it = intent("set_parent", command_id, request, cmd)
-        return self._handle(it, providers.set_parent, cmd, _provider(cmd.provider_uuid))
+        return self._handle("set_parent", options, providers.set_parent, cmd,
+                            _provider(cmd.provider_uuid))
 
     def delete_provider(
         self,
         provider_uuid: str,
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> None:
         """Delete a provider (refused while it has allocations or children)."""
         cmd = parse(DeleteProviderIn, provider_uuid=provider_uuid,
                     expected_generation=expected_generation)
-        it = intent("delete_provider", command_id, request, cmd)
-        self._handle(it, providers.delete, cmd, lambda r: None)
+        self._handle("delete_provider", options, providers.delete, cmd, lambda r: None)
 
     # -- custom resource classes ------------------------------------------------------------
 
-    def create_resource_class(
-        self, name: str, *, exist_ok: bool = False, request: Request = None,
-        command_id: CommandId | None = None,
-    ) -> bool:
+    def create_resource_class(self, name: str, *, exist_ok: bool = False,
+                              **options: Unpack[CommandOptions]) -> bool:
         """Create custom class ``name`` (``CUSTOM_*``); :class:`ResourceClassExists` when it
         exists, or, with ``exist_ok``, ``False`` with nothing written. ``True`` when it was
         created. A class deleted before is created again on the same stream."""
         cmd = parse(ResourceClassIn, name=name)
-        it = intent("ensure_resource_class" if exist_ok else "create_resource_class",
-                    command_id, request, cmd)
-        return self._handle(it, classes.ensure if exist_ok else classes.create, cmd,
+        return self._handle("ensure_resource_class" if exist_ok else "create_resource_class",
+                            options, classes.ensure if exist_ok else classes.create, cmd,
                             _appended)
 
-    def delete_resource_class(
-        self, name: str, *, request: Request = None, command_id: CommandId | None = None,
-    ) -> None:
+    def delete_resource_class(self, name: str, **options: Unpack[CommandOptions]) -> None:
         """Delete custom class ``name`` (:class:`ResourceClassNotFound` unless it exists).
         It does not look at inventories: the HTTP API refuses a class some inventory uses."""
         cmd = parse(ResourceClassIn, name=name)
-        it = intent("delete_resource_class", command_id, request, cmd)
-        self._handle(it, classes.delete, cmd, lambda r: None)
+        self._handle("delete_resource_class", options, classes.delete, cmd, lambda r: None)
 
-    def rename_resource_class(
-        self, name: str, new_name: str, *, request: Request = None,
-        command_id: CommandId | None = None,
-    ) -> None:
+    def rename_resource_class(self, name: str, new_name: str,
+                              **options: Unpack[CommandOptions]) -> None:
         """Rename custom class ``name`` to ``new_name`` (Placement's ``PUT`` before 1.7):
         the old name is deleted and the new one created in one append. Inventories are not
         renamed: the HTTP API refuses to rename a class some inventory uses."""
         cmd = parse(ResourceClassIn, name=name, new_name=new_name)
-        it = intent("rename_resource_class", command_id, request, cmd)
-        self._handle(it, classes.rename, cmd, lambda r: None)
+        self._handle("rename_resource_class", options, classes.rename, cmd, lambda r: None)
 
     def resource_class_exists(self, name: str) -> bool:
         """True when custom class ``name`` was created and not deleted since."""
@@ -426,57 +397,48 @@ class Ledger:
 
     # -- traits and aggregates --------------------------------------------------------------
 
-    def create_trait(self, name: str, *, request: Request = None,
-                     command_id: CommandId | None = None) -> bool:
+    def create_trait(self, name: str, **options: Unpack[CommandOptions]) -> bool:
         """Create the custom trait ``name`` (``CUSTOM_[A-Z0-9_]+``, at most 255 characters),
         or create it again after its deletion; ``True`` when it was created, ``False`` when
         it existed already (nothing written)."""
         cmd = parse(TraitIn, name=name)
-        it = intent("create_trait", command_id, request, cmd)
-        return self._handle(it, traits_handler.create_trait, cmd, _appended)
+        return self._handle("create_trait", options, traits_handler.create_trait, cmd, _appended)
 
-    def delete_trait(self, name: str, *, request: Request = None,
-                     command_id: CommandId | None = None) -> None:
+    def delete_trait(self, name: str, **options: Unpack[CommandOptions]) -> None:
         """Delete a custom trait: :class:`StandardTrait` for a standard one,
         :class:`TraitNotFound` for one that does not exist, :class:`TraitInUse` while a
         provider has it."""
         cmd = parse(TraitIn, name=name)
-        it = intent("delete_trait", command_id, request, cmd)
-        self._handle(it, traits_handler.delete_trait, cmd, lambda r: None)
+        self._handle("delete_trait", options, traits_handler.delete_trait, cmd, lambda r: None)
 
     def set_traits(
         self,
         provider_uuid: str,
         traits: Sequence[str],
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Replace a provider's traits (Placement's ``PUT .../traits``; an empty list is
         its ``DELETE``). Every trait must exist (:class:`UnknownTraits`); a stale
         generation is a :class:`ProviderGenerationConflict`. Advances the generation."""
         cmd = parse(ProviderTraitsIn, provider_uuid=provider_uuid, traits=traits,
                     expected_generation=expected_generation)
-        it = intent("set_traits", command_id, request, cmd)
-        return self._handle(it, traits_handler.set_traits, cmd, _provider(cmd.provider_uuid))
+        return self._handle("set_traits", options, traits_handler.set_traits, cmd,
+                            _provider(cmd.provider_uuid))
 
     def set_aggregates(
         self,
         provider_uuid: str,
         aggregates: Sequence[str],
         expected_generation: int | None,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> ProviderView:
         """Replace the aggregates (UUIDs) a provider is in (Placement's ``PUT
         .../aggregates``). With an ``expected_generation`` (Placement 1.19 on) it is
         checked and advanced; ``None`` writes without either, as Placement before 1.19."""
         cmd = parse(ProviderAggregatesIn, provider_uuid=provider_uuid, aggregates=aggregates,
                     expected_generation=expected_generation)
-        it = intent("set_aggregates", command_id, request, cmd)
-        return self._handle(it, traits_handler.set_aggregates, cmd,
+        return self._handle("set_aggregates", options, traits_handler.set_aggregates, cmd,
                             _provider(cmd.provider_uuid))
 
     def trait_exists(self, name: str) -> bool:
@@ -519,8 +481,7 @@ class Ledger:
         *,
         kind: str = RESIZE,
         destination: Mapping[str, Mapping[str, int]] | None = None,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> MigrationView:
         """Start a resize, cold migration (``kind="migration"``) or live migration
         (``"live-migration"``): the instance's whole allocation and devices go to the new
@@ -529,29 +490,24 @@ class Ledger:
         ``destination`` to claim it in the same write."""
         cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
                     expected_generation=expected_generation, destination=destination)
-        it = intent("swap", command_id, request, cmd, kind)
-        return self._handle(it, moves.swap, moves.Swap(cmd, kind),
-                            _migration(cmd.migration_uuid), [cmd.migration_uuid])
+        return self._handle("swap", options, moves.swap, moves.Swap(cmd, kind),
+                            _migration(cmd.migration_uuid), [cmd.migration_uuid],
+                            inputs=(cmd, kind))
 
-    def confirm(
-        self, migration_uuid: str, expected_generation: int, *, request: Request = None,
-        command_id: CommandId | None = None,
-    ) -> MigrationView:
+    def confirm(self, migration_uuid: str, expected_generation: int,
+                **options: Unpack[CommandOptions]) -> MigrationView:
         """Confirm a move (or a live migration's success): the migration's source
         allocation and old devices are released; the context closes as confirmed."""
         cmd = parse(ResolveIn, migration_uuid=migration_uuid,
                     expected_generation=expected_generation)
-        it = intent("confirm", command_id, request, cmd)
-        return self._handle(it, moves.confirm, cmd, _migration(cmd.migration_uuid))
+        return self._handle("confirm", options, moves.confirm, cmd, _migration(cmd.migration_uuid))
 
     def revert(
         self,
         migration_uuid: str,
         expected_generation: int | None,
         instance_generation: int | None,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> MigrationView:
         """Revert a move, roll back a failed live migration or a move that found no host:
         the instance's destination is released and its source allocation and old devices come
@@ -560,8 +516,7 @@ class Ledger:
         cmd = parse(ResolveIn, migration_uuid=migration_uuid,
                     expected_generation=expected_generation,
                     instance_generation=instance_generation)
-        it = intent("revert", command_id, request, cmd)
-        return self._handle(it, moves.revert, cmd, _migration(cmd.migration_uuid))
+        return self._handle("revert", options, moves.revert, cmd, _migration(cmd.migration_uuid))
 
     def force_live_migrate(
         self,
@@ -569,19 +524,16 @@ class Ledger:
         migration_uuid: str,
         destination_root: str,
         expected_generation: int,
-        *,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> MigrationView:
         """Live migrate to a named host without scheduling: swap, plus a blind copy of the
         allocation to ``destination_root``. Refused (:class:`NestedAllocationMove`, nothing
         written) when the allocation spans more than one provider."""
         cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
                     expected_generation=expected_generation, destination_root=destination_root)
-        it = intent("force_live_migrate", command_id, request, cmd)
         if cmd.destination_root is None:
             raise InvalidRequest("a forced live migration needs destination_root")
-        return self._handle(it, moves.force_live_migrate, cmd,
+        return self._handle("force_live_migrate", options, moves.force_live_migrate, cmd,
                             _migration(cmd.migration_uuid), [cmd.migration_uuid])
 
     def evacuate(
@@ -592,8 +544,7 @@ class Ledger:
         *,
         destination: Mapping[str, Mapping[str, int]] | None = None,
         destination_root: str | None = None,
-        request: Request = None,
-        command_id: CommandId | None = None,
+        **options: Unpack[CommandOptions],
     ) -> MigrationView:
         """Evacuate from a failed host: the instance holds its source and ``destination``
         (scheduled) or a blind copy on ``destination_root`` (forced; refused for nested
@@ -601,23 +552,27 @@ class Ledger:
         cmd = parse(MoveIn, instance_uuid=instance_uuid, migration_uuid=migration_uuid,
                     expected_generation=expected_generation, destination=destination,
                     destination_root=destination_root)
-        it = intent("evacuate", command_id, request, cmd)
-        return self._handle(it, moves.evacuate, cmd, _migration(cmd.migration_uuid),
+        return self._handle("evacuate", options, moves.evacuate, cmd,
+                            _migration(cmd.migration_uuid),
                             [cmd.migration_uuid])
 
-    def complete_evacuation(
-        self, migration_uuid: str, instance_generation: int, *, request: Request = None,
-        command_id: CommandId | None = None,
-    ) -> MigrationView:
+    def complete_evacuation(self, migration_uuid: str, instance_generation: int,
+                            **options: Unpack[CommandOptions]) -> MigrationView:
         """The evacuated host was cleaned up: remove the instance's source share."""
         cmd = parse(ResolveIn, migration_uuid=migration_uuid,
                     instance_generation=instance_generation)
-        it = intent("complete_evacuation", command_id, request, cmd)
-        return self._handle(it, moves.complete_evacuation, cmd, _migration(cmd.migration_uuid))
+        return self._handle("complete_evacuation", options, moves.complete_evacuation, cmd,
+                            _migration(cmd.migration_uuid))
 
-    def _handle(self, it: Intent, handler: Handler[C], cmd: C, outcome: Callable[[Reader], T],
-                new_consumers: Iterable[str] = ()) -> T:
-        """Apply one command exactly once (see :mod:`.command_ids`)."""
+    def _handle(self, name: str, options: CommandOptions, handler: Handler[C], cmd: C,
+                outcome: Callable[[Reader], T], new_consumers: Iterable[str] = (), *,
+                inputs: Iterable[Any] | None = None) -> T:
+        """Apply command ``name`` exactly once (see :mod:`.command_ids`), its fingerprint
+        taken of ``inputs`` (``cmd`` unless given)."""
+        if unknown := options.keys() - COMMAND_OPTIONS:
+            raise TypeError(f"{name}() got an unexpected keyword argument {min(unknown)!r}")
+        it = intent(name, options.get("command_id"), options.get("request"),
+                    *(inputs if inputs is not None else (cmd,)))
         return handle(self.store, self.policy, handler, cmd, it, outcome, new_consumers,
                       self.commits)
 

@@ -93,7 +93,9 @@ class UnitOfWork:
                  policy: Trust | None = None, attempt: int = 0,
                  new_consumers: Iterable[str] = (),
                  decided: dict[str, Provider] | None = None, turns: bool = False) -> None:
-        self._store = store
+        #: the event store it reads (also for a scan of the whole ledger, which no version
+        #: guards: ``catalog``)
+        self.store = store
         self.intent = intent
         self._policy = policy
         self._attempt = attempt
@@ -117,12 +119,6 @@ class UnitOfWork:
         self.written: list[str] = []
         #: how many events the command appended (besides its record)
         self.appended = 0
-
-    @property
-    def store(self) -> EventStore:
-        """The event store it reads (for a scan of the whole ledger, which no version
-        guards: ``catalog``)."""
-        return self._store
 
     @property
     def request(self) -> RequestMeta:
@@ -171,14 +167,14 @@ class UnitOfWork:
         if not cached and self._turns and policy is not None and policy.takes_turn(
                 provider_uuid):  # wait for its holder (for the attempt's first turn only)
             waits = not self._holding
-            found, held, others = self._store.get_in_turn(stream, wait=waits)
+            found, held, others = self.store.get_in_turn(stream, wait=waits)
             if waits and not held:  # a holder that hung, or a store without turns
                 policy.turn_not_had(provider_uuid)
             self._holding = self._holding or held
             if others:
                 policy.clashed([provider_uuid])  # others still write to it: keep taking turns
         else:
-            found = self._store.get(stream, cached=cached)
+            found = self.store.get(stream, cached=cached)
         self._providers[provider_uuid] = found if isinstance(found, Provider) else None
         if cached:
             self._cached_reads.add(provider_uuid)
@@ -201,9 +197,9 @@ class UnitOfWork:
                 wanted[consumer_stream_id(uuid)] = uuid
         if len(wanted) == 1:
             [(stream, uuid)] = wanted.items()
-            self._remember(uuid, self._store.get(stream, short=True))
+            self._remember(uuid, self.store.get(stream, short=True))
         elif wanted:
-            for stream, found in self._store.get_many(wanted).items():
+            for stream, found in self.store.get_many(wanted).items():
                 self._remember(wanted[stream], found)
 
     def migration(self, migration_uuid: str) -> Migration:
@@ -216,22 +212,24 @@ class UnitOfWork:
     def provider_name(self, name: str) -> ProviderName | None:
         """The name's stream, or ``None`` if no provider ever took the name."""
         if name not in self._names:
-            found = self._store.get(provider_name_stream_id(name), short=True)
+            found = self.store.get(provider_name_stream_id(name), short=True)
             self._names[name] = found if isinstance(found, ProviderName) else None
         return self._names[name]
 
     def resource_class(self, name: str) -> ResourceClass | None:
         """The custom class's aggregate, or ``None`` if its stream does not exist."""
         if name not in self._classes:
-            found = self._store.get(resource_class_stream_id(name))
+            found = self.store.get(resource_class_stream_id(name))
             self._classes[name] = found if isinstance(found, ResourceClass) else None
         return self._classes[name]
 
-    def add(self, aggregate: Consumer | Provider | ProviderName | ResourceClass) -> None:
+    def add(self, aggregate: Consumer | Provider | ProviderName | ResourceClass | Trait) -> None:
         """A new aggregate to commit with the rest."""
         self._new.append(aggregate)
         if isinstance(aggregate, ProviderName):
             self._names[aggregate.name] = aggregate
+        elif isinstance(aggregate, Trait):
+            self._traits[aggregate.name] = aggregate
         elif isinstance(aggregate, ResourceClass):
             self._classes[aggregate.name] = aggregate
         elif isinstance(aggregate, Provider):
@@ -243,14 +241,9 @@ class UnitOfWork:
     def trait(self, name: str) -> Trait | None:
         """The custom trait's stream (deleted or not), or ``None`` if it was never created."""
         if name not in self._traits:
-            found = self._store.get(trait_stream_id(name), short=True)
+            found = self.store.get(trait_stream_id(name), short=True)
             self._traits[name] = found if isinstance(found, Trait) else None
         return self._traits[name]
-
-    def add_trait(self, trait: Trait) -> None:
-        """A new custom trait to commit with the rest."""
-        self._new.append(trait)
-        self._traits[trait.name] = trait
 
     def _remember(self, consumer_uuid: str, found: object) -> None:
         """Note a consumer as read (``found``: its aggregate, or anything else when its
@@ -263,7 +256,7 @@ class UnitOfWork:
         )
 
     def _assumes_absent(self, consumer_uuid: str) -> bool:
-        if consumer_uuid not in self._new_consumers or self._store.is_cached(
+        if consumer_uuid not in self._new_consumers or self.store.is_cached(
                 consumer_stream_id(consumer_uuid)):
             return False
         self._assumed_absent.add(consumer_uuid)
@@ -273,7 +266,7 @@ class UnitOfWork:
         """Let go of the providers this attempt held (after its commit, or its failure)."""
         if self._turns:
             self._holding = False
-            self._store.end_turns()
+            self.store.end_turns()
 
     # -- what was taken unread ------------------------------------------------------------
 
@@ -290,13 +283,13 @@ class UnitOfWork:
             provider = self._providers.get(uuid)
             if provider is None or (unwritten_only and provider.pending_events):
                 continue
-            if self._store.stream_version(provider.id) != provider.version:
+            if self.store.stream_version(provider.id) != provider.version:
                 return True
         for uuid in self._assumed_absent:
             consumer = self._consumers.get(uuid)
             if consumer is not None and consumer.pending_events:
                 continue  # its first event: the store refuses it if the stream exists
-            if self._store.stream_version(consumer_stream_id(uuid)) is not None:
+            if self.store.stream_version(consumer_stream_id(uuid)) is not None:
                 return True
         return False
 
@@ -338,13 +331,13 @@ class UnitOfWork:
         count = sum(len(a.pending_events) for a in changed)
         self.written = [a.uuid for a in changed if isinstance(a, Provider)]
         try:
-            self._store.save(*self.record(changed, count), *changed)
+            self.store.save(*self.record(changed, count), *changed)
         except IntegrityError as err:
             self._explain_clash(err)
         except ProgrammingError as err:  # e.g. a read-only role: "permission denied ..."
             raise StoreUnusable(f"the store refused the append: {err}") from err
         self.appended = count
-        self._store.remember(p for p in changed if isinstance(p, Provider))
+        self.store.remember(p for p in changed if isinstance(p, Provider))
         return count
 
     def record(self, changed: list[Aggregate], count: int) -> list[Command]:
@@ -362,8 +355,8 @@ class UnitOfWork:
         for uuid, (version, named, generation) in self._loaded.items():
             if uuid in self._assumed_absent:
                 continue
-            if self._store.stream_version(consumer_stream_id(uuid)) != version:
-                current = self._store.get(consumer_stream_id(uuid), short=True)
+            if self.store.stream_version(consumer_stream_id(uuid)) != version:
+                current = self.store.get(consumer_stream_id(uuid), short=True)
                 current = current if isinstance(current, Consumer) else None
                 if current is not None and current.named_writes == named:
                     continue  # only context events: no write named it
@@ -374,8 +367,8 @@ class UnitOfWork:
             raise Clash from err
         for uuid, (expected, version) in self._expected_providers.items():
             stream = provider_stream_id(uuid)
-            if (self._store.stream_version(stream) or 0) != version:
-                current = self._store.get(stream)
+            if (self.store.stream_version(stream) or 0) != version:
+                current = self.store.get(stream)
                 actual = current.generation if isinstance(current, Provider) else 0
                 raise ProviderGenerationConflict(uuid, expected, actual) from err
         raise Clash from err

@@ -34,14 +34,6 @@ def force_release(uow: UnitOfWork, cmd: ReleaseIn) -> None:
 
 
 def write_of(cmd: ConsumerWriteIn) -> claims.ConsumerWrite:
-    """The domain's write of a validated consumer write."""
-    return claims.ConsumerWrite(
-        consumer_uuid=cmd.consumer_uuid,
-        allocations={rp: dict(r) for rp, r in cmd.allocations.items()},
-        expected_generation=cmd.expected_generation,
-        project_id=cmd.project_id,
-        user_id=cmd.user_id,
-        consumer_type=cmd.consumer_type,
-        devices={rp: {rc: list(ids) for rc, ids in by.items()}
-                 for rp, by in cmd.devices.items()},
-    )
+    """The domain's write of a validated consumer write (the same fields, as plain copies:
+    the domain never changes the command's own)."""
+    return claims.ConsumerWrite(**cmd.model_dump())

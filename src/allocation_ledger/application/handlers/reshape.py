@@ -18,15 +18,7 @@ def reshape(uow: UnitOfWork, cmd: ReshapeIn) -> None:
         provider_uuid: {rc: Inventory(**inv.model_dump()) for rc, inv in given.inventories.items()}
         for provider_uuid, given in cmd.inventories.items()
     }
-    writes = [
-        ConsumerWrite(
-            consumer_uuid=consumer_uuid,
-            allocations={rp: dict(r) for rp, r in w.allocations.items()},
-            expected_generation=w.consumer_generation,
-            project_id=w.project_id,
-            user_id=w.user_id,
-            consumer_type=w.consumer_type,
-        )
-        for consumer_uuid, w in cmd.allocations.items()
-    ]
+    writes = [ConsumerWrite(consumer_uuid, expected_generation=w.consumer_generation,
+                            **w.model_dump(exclude={"consumer_generation"}))
+              for consumer_uuid, w in cmd.allocations.items()]
     reshaping.reshape(uow, inventories, writes, uow.request)

@@ -17,7 +17,7 @@ def create_trait(uow: UnitOfWork, cmd: TraitIn) -> None:
     name = traits.check_custom_name(cmd.name)
     found = uow.trait(name)
     if found is None:
-        uow.add_trait(Trait.create(name, uow.request))
+        uow.add(Trait.create(name, uow.request))
     elif not found.exists:
         found.create_again(uow.request)
 

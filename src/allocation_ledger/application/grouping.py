@@ -125,11 +125,6 @@ class Group:
         """Every aggregate the group changed, as the group left it."""
         return list(self._changed.values())
 
-    @property
-    def provider_ids(self) -> set[UUID]:
-        """The streams of the providers the group changed."""
-        return {p.id for p in self.providers.values()}
-
 
 class GroupCommit:
     """Groups the commands of concurrent threads on one store (see the module)."""
@@ -232,8 +227,7 @@ class GroupCommit:
             for pending, _ in taken:
                 pending.answer(error=err)
             return
-        providers = shared.provider_ids
-        self._store.remember(a for a in aggregates if a.id in providers)
+        self._store.remember(shared.providers.values())  # as the group left them
         if len(taken) > 1:
             self.appends += 1
             self.grouped += len(taken)

@@ -449,7 +449,8 @@ class Ledger:
             return True
         if not trait_rules.is_custom_name(name):
             return False
-        return guarded_read(lambda: _trait_exists(self._reader(), name))
+        found = guarded_read(lambda: self._reader().trait(name))
+        return found is not None and found.exists
 
     def traits(self, *, name_in: Sequence[str] | None = None, prefix: str | None = None,
                associated: bool | None = None) -> list[str]:
@@ -688,12 +689,6 @@ def _consumer(reader: Reader, consumer_uuid: str) -> ConsumerView:
         moving = reader.migration(found.migration_uuid)
     return ConsumerView.of(consumer_uuid, found,
                            moving.uuid if moving is not None and moving.in_flight else None)
-
-
-
-def _trait_exists(reader: UnitOfWork, name: str) -> bool:
-    found = reader.trait(name)
-    return found is not None and found.exists
 
 
 def _appended(reader: Reader) -> bool:

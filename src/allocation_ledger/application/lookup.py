@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -44,13 +44,8 @@ class CommandView:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for ``--json``)."""
-        return {
-            "command_id": self.command_id, "applied": self.applied, "name": self.name,
-            "position": self.position,
-            "time": self.time.isoformat() if self.time is not None else None,
-            "request": self.request, "fingerprint": self.fingerprint, "events": self.events,
-            "streams": [vars(s) for s in self.streams],
-        }
+        return {**asdict(self), "time": self.time.isoformat() if self.time is not None else None,
+                "streams": [vars(s) for s in self.streams]}
 
 
 def lookup(store: EventStore, chosen: str) -> CommandView:

@@ -304,11 +304,8 @@ class UnitOfWork:
         """Every aggregate with events to append, in the order they are appended: new
         streams, then providers, then consumers, then traits, classes and provider names."""
         changed: list[Aggregate] = [a for a in self._new if not isinstance(a, ProviderName)]
-        changed += [p for p in self._providers.values() if p is not None and p.pending_events]
-        changed += [c for c in self._consumers.values() if c is not None and c.pending_events]
-        changed += [t for t in self._traits.values() if t is not None and t.pending_events]
-        changed += [c for c in self._classes.values() if c is not None and c.pending_events]
-        changed += [n for n in self._names.values() if n is not None and n.pending_events]
+        for kept in (self._providers, self._consumers, self._traits, self._classes, self._names):
+            changed += [a for a in kept.values() if a is not None and a.pending_events]
         return list({id(a): a for a in changed}.values())
 
     @property

@@ -334,20 +334,17 @@ def _unique(value: object) -> object:
     return value
 
 
-TraitName = Annotated[str, Strict(), Field(min_length=1, max_length=255), NoControl]
-
-
 class TraitIn(Model):
     """A custom trait to create or delete (the name's form is the domain's rule)."""
 
-    name: TraitName
+    name: Name
 
 
 class ProviderTraitsIn(Model):
     """Replace a provider's traits."""
 
     provider_uuid: Uuid
-    traits: Annotated[list[TraitName], BeforeValidator(_not_text), BeforeValidator(_unique)]
+    traits: Annotated[list[Name], BeforeValidator(_not_text), BeforeValidator(_unique)]
     expected_generation: Generation
 
 
@@ -372,7 +369,7 @@ class ParentIn(Model):
 class TraitsQueryIn(Model):
     """A listing of traits: by names, by prefix, held by some provider or by none."""
 
-    name_in: Annotated[list[TraitName], BeforeValidator(_not_text)] | None = None
+    name_in: Annotated[list[Name], BeforeValidator(_not_text)] | None = None
     prefix: ShortText | None = None
     associated: Annotated[bool, Strict()] | None = None
 

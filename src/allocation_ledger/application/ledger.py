@@ -570,8 +570,9 @@ class Ledger:
                 inputs: Iterable[Any] | None = None) -> T:
         """Apply command ``name`` exactly once (see :mod:`.command_ids`), its fingerprint
         taken of ``inputs`` (``cmd`` unless given)."""
-        if unknown := options.keys() - COMMAND_OPTIONS:
-            raise TypeError(f"{name}() got an unexpected keyword argument {min(unknown)!r}")
+        if not COMMAND_OPTIONS.issuperset(options):
+            unknown = min(options.keys() - COMMAND_OPTIONS)
+            raise TypeError(f"{name}() got an unexpected keyword argument {unknown!r}")
         it = intent(name, options.get("command_id"), options.get("request"),
                     *(inputs if inputs is not None else (cmd,)))
         return handle(self.store, self.policy, handler, cmd, it, outcome, new_consumers,

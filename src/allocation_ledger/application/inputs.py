@@ -411,14 +411,6 @@ def canonical_uuid(value: object) -> str:
     return parse(UuidIn, value=value).value
 
 
-def mapping(value: object, what: str) -> Mapping[str, Any]:
-    """``value`` if it is a mapping with string keys, else :class:`InvalidRequest`."""
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise InvalidRequest(f"{what} must be a mapping with string keys, got "
-                             f"{type(value).__name__} {value!r:.80}", field=what)
-    return value
-
-
 def request_meta(request: Mapping[str, str] | RequestIn | None,
                  command_id: str | None = None) -> RequestMeta:
     """Validated request metadata (actor, request_id, reason) as events store it, plus the
@@ -438,10 +430,14 @@ def request_meta(request: Mapping[str, str] | RequestIn | None,
 
 
 def _given(request: Mapping[str, str] | RequestIn) -> dict[str, str]:
-    """The request fields given (those not empty), validated."""
-    model = (request if isinstance(request, RequestIn)
-             else parse(RequestIn, **mapping(request, "request")))
-    return {k: v for k, v in model.model_dump().items() if v}
+    """The request fields given (those not empty), validated; a request that is not a
+    mapping with string keys is :class:`InvalidRequest` too."""
+    if not isinstance(request, RequestIn):
+        if not isinstance(request, Mapping) or not all(isinstance(k, str) for k in request):
+            raise InvalidRequest(f"request must be a mapping with string keys, got "
+                                 f"{type(request).__name__} {request!r:.80}", field="request")
+        request = parse(RequestIn, **request)
+    return {k: v for k, v in request.model_dump().items() if v}
 
 
 @lru_cache(maxsize=1024)

@@ -18,7 +18,6 @@ from allocation_ledger.application.inputs import (
 from allocation_ledger.application.unit_of_work import UnitOfWork
 from allocation_ledger.domain.errors import (
     ProviderExists,
-    ProviderNotFound,
     ResourceClassNotOnProvider,
 )
 from allocation_ledger.domain.provider import Provider
@@ -116,13 +115,8 @@ def set_parent(uow: UnitOfWork, cmd: ParentIn) -> None:
 def delete(uow: UnitOfWork, cmd: DeleteProviderIn) -> None:
     """A provider deleted (the domain refuses it while it has allocations or children)."""
     provider = uow.provider_at(cmd.provider_uuid, cmd.expected_generation)
-    parent = None
-    if provider.parent_uuid is not None:
-        try:
-            parent = uow.provider(provider.parent_uuid)
-        except ProviderNotFound:
-            parent = None
-    provider.delete(parent, uow.request)
+    parent = uow.any_provider(provider.parent_uuid) if provider.parent_uuid is not None else None
+    provider.delete(parent if parent is not None and not parent.deleted else None, uow.request)
     release_name(uow, provider.name, provider.uuid)
 
 

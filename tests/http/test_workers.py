@@ -111,23 +111,29 @@ def served(request: pytest.FixtureRequest,
 
 def spread_clients(port: int, per_worker: int) -> dict[int, list[Client]]:
     """``per_worker`` clients connected to each worker, by pid: connections are opened
-    until every worker holds that many (the kernel, not the test, picks a connection's
-    worker: on a busy machine it may hand many in a row to one)."""
+    until every worker holds that many. The kernel, not the test, picks a connection's
+    worker, and on a busy machine it hands many in a row to the worker that is waiting in
+    ``accept`` while the other is off the CPU: after a connection to a worker that has its
+    share, the next waits a little longer, so the other gets to accept one."""
     by_worker: dict[int, list[Client]] = {}
-    for _ in range(30 * WORKERS * per_worker):
+    pause = 0.0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         client = Client(port)
         mine = by_worker.setdefault(serving(client, port), [])
         if len(mine) < per_worker:
             mine.append(client)
         else:
             client.close()
+            pause = min(2 * pause or 0.002, 0.1)
+            time.sleep(pause)
         if len(by_worker) == WORKERS and all(len(c) == per_worker for c in by_worker.values()):
             return by_worker
     for clients in by_worker.values():
         for client in clients:
             client.close()
-    raise AssertionError(f"connections never reached every worker {per_worker} times: "
-                         f"{ {pid: len(c) for pid, c in by_worker.items()} }")
+    raise AssertionError(f"connections never reached every worker {per_worker} times in "
+                         f"60 s: { {pid: len(c) for pid, c in by_worker.items()} }")
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ writes them with the projection's new position in one transaction. A group is re
 group it touched, however many events it held.
 
 The cache outlives a commit (after a commit it is what the database holds), so a follower
-never re-reads what it wrote. Its oldest groups are let go when it grows too large (a
+never re-reads what it wrote. The groups put longest ago are let go when it grows too large (a
 rebuild of any length runs in bounded memory), and all of it on any failure.
 """
 

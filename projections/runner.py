@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 #: A catch-up this many events behind pauses the cyclic garbage collector (see
 #: :func:`collector_paused`); a follower's small ones leave it alone.
 PAUSE_GC_FROM = 10_000
-#: Groups (and stream names) a projection's cache holds before it lets the oldest go:
+#: Groups (and stream names) a projection's cache holds before it lets those put longest ago go:
 #: about a kilobyte each, so a catch-up of any length stays within tens of megabytes.
 MAX_CACHED_GROUPS = 50_000
 

@@ -9,7 +9,7 @@ writes them with the projection's new position in one transaction. A group is re
 group it touched, however many events it held.
 
 The cache outlives a commit (after a commit it is what the database holds), so a follower
-never re-reads what it wrote. Its oldest groups are let go when it grows too large (a
+never re-reads what it wrote. The groups put longest ago are let go when it grows too large (a
 rebuild of any length runs in bounded memory), and all of it on any failure.
 """
 
@@ -95,8 +95,11 @@ class RowGroups:
     def put(self, group: GroupTable, key: str, rows: Iterable[Row]) -> None:
         """Replace the rows of one group (new row dicts: a row once put is never changed,
         since a batch being written reads it from another thread)."""
-        self._rows[(group.name, key)] = tuple(rows)
-        self._dirty.add((group.name, key))
+        cached = self._rows
+        found = (group.name, key)
+        cached.pop(found, None)  # to the end: the cache is in the order groups were put
+        cached[found] = tuple(rows)
+        self._dirty.add(found)
 
     def name(self, stream_id: UUID) -> str:
         """The provider, consumer or migration UUID of an event stream."""
@@ -166,10 +169,15 @@ class RowGroups:
 
     def trim(self, max_groups: int) -> None:
         """When the cache holds more than ``max_groups`` groups or stream names, let go of
-        the oldest written ones until about half that many are left: memory stays bounded
-        however long the ledger, and what is let go is read back from the tables when an
-        event names it again (call it before a prefetch, which reads back what the events
-        to come need)."""
+        the groups put longest ago until about half that many are left, and of the names
+        of streams none of whose groups is left: memory stays bounded however long the
+        ledger, and what is let go is read back from the tables when an event names it
+        again (call it before a prefetch, which reads back what the events to come need).
+
+        The groups still changing stay (a host's, changed by every claim on it); those of
+        streams that ended go (a consumer's, once it is deleted). Let go by age of their
+        first put, every trim dropped the hosts' groups, and the next page read them back.
+        """
         if len(self._rows) <= max_groups and len(self._names) <= max_groups:
             return
         keep = max_groups // 2
@@ -177,8 +185,12 @@ class RowGroups:
             if key not in self._dirty:  # unwritten changes stay until taken
                 del self._rows[key]
                 self._stored.discard(key)
-        for stream in list(islice(self._names, max(len(self._names) - keep, 0))):
+        kept = {key for _, key in self._rows}
+        for stream in [s for s, uuid in self._names.items() if uuid not in kept]:
             if stream not in self._new_names:
+                del self._names[stream]
+        for stream in list(islice(self._names, max(len(self._names) - max_groups, 0))):
+            if stream not in self._new_names:  # more names than groups: the oldest go
                 del self._names[stream]
         self.complete = False
 

@@ -101,3 +101,33 @@ def test_a_rebuild_past_its_cache_reads_back_no_stream_created_in_the_same_page(
     assert report.events == ledger_size(ledger)
     pages = report.events // SMALL["page_size"] + 1
     assert len(set(asked)) <= pages + 1 < consumers // 4  # before: 638 of the 1,000
+
+
+def test_a_trim_lets_go_of_the_groups_put_longest_ago_and_keeps_a_busy_hosts() -> None:
+    """The cache is trimmed by when a group was last put, not first: a host's groups,
+    changed by every claim on it, stay with its stream's name; the groups of consumers
+    put once and never again go, with their names (before, the host's went first, and
+    the next page read them back)."""
+    from uuid import uuid4
+
+    from allocation_ledger.projections.allocations import CONSUMERS
+    from allocation_ledger.projections.row_groups import RowGroups
+
+    rows = RowGroups("allocations", (CONSUMERS,), complete=True)
+    host = uuid4()
+    rows.name_stream(host, "busy")
+    rows.put(CONSUMERS, "busy", [{"consumer_uuid": "busy", "version": 1}])
+    done = [uuid4() for _ in range(10)]
+    for n, stream in enumerate(done):
+        rows.name_stream(stream, f"c{n}")
+        rows.put(CONSUMERS, f"c{n}", [{"consumer_uuid": f"c{n}", "version": 1}])
+    rows.put(CONSUMERS, "busy", [{"consumer_uuid": "busy", "version": 2}])
+    rows.take()
+
+    rows.trim(4)
+
+    assert rows.rows(CONSUMERS, "busy") == ({"consumer_uuid": "busy", "version": 2},)
+    assert rows.name(host) == "busy"
+    assert not rows.needs_read([host])
+    assert rows.size <= 2
+    assert rows.needs_read(done[:8])  # let go: read back from the tables when named

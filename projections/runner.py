@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 #: A catch-up this many events behind pauses the cyclic garbage collector (see
 #: :func:`collector_paused`); a follower's small ones leave it alone.
 PAUSE_GC_FROM = 10_000
+#: Events a batch holds at least (it ends at the next command end). A batch's rows are
+#: written by one delete and one insert per group it touched, and its commit pays for the
+#: pages its inserts dirtied: at 1,000,000 events on SQLite a rebuild cost 16-18 us of CPU
+#: an event with batches of 20,000 against 18-19 with 5,000, for about 6 MiB more at its peak.
+BATCH_SIZE = 20_000
 #: Groups (and stream names) a projection's cache holds before it lets those put longest ago go:
 #: about a kilobyte each, so a catch-up of any length stays within tens of megabytes.
 MAX_CACHED_GROUPS = 50_000
@@ -112,7 +117,7 @@ class Runner:
         engine: Engine,
         projections: Sequence[Projection],
         *,
-        batch_size: int = 5000,
+        batch_size: int = BATCH_SIZE,
         page_size: int = 5000,
         max_cached_groups: int = MAX_CACHED_GROUPS,
         progress: Progress | None = None,

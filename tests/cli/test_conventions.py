@@ -256,3 +256,12 @@ def test_bash_completion_completes_commands_choices_and_options(
     assert complete("allocation-ledger", "--url", "x", "list", "mig") == ["migrations"]
     assert complete("allocation-ledger", "audit", "--stale") == ["--stale-after"]
     assert complete("allocation-ledger", "import-placement", "--fr") == ["--from"]
+
+
+def test_the_projections_batch_default_is_the_runners() -> None:
+    from allocation_ledger.cli import projections as cli
+    from allocation_ledger.projections import runner
+
+    parser = cli.argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert parser.parse_args(["rebuild"]).batch_size == runner.BATCH_SIZE == cli.BATCH_SIZE

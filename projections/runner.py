@@ -62,8 +62,9 @@ log = logging.getLogger(__name__)
 PAUSE_GC_FROM = 10_000
 #: Events a batch holds at least (it ends at the next command end). A batch's rows are
 #: written by one delete and one insert per group it touched, and its commit pays for the
-#: pages its inserts dirtied: at 1,000,000 events on SQLite a rebuild cost 16-18 us of CPU
-#: an event with batches of 20,000 against 18-19 with 5,000, for about 6 MiB more at its peak.
+#: pages its inserts dirtied: a rebuild of 1,000,000 events on SQLite took 16.5 s of CPU
+#: with batches of 20,000 against 19.5 s with 5,000, for about 6 MiB more at its peak
+#: (``docs/benchmarks.md``, Replay memory).
 BATCH_SIZE = 20_000
 #: Groups (and stream names) a projection's cache holds before it lets those put longest ago go:
 #: about a kilobyte each, so a catch-up of any length stays within tens of megabytes.

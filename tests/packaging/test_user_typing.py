@@ -34,24 +34,21 @@ def test_the_user_script_type_checks(outside: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_misuse_is_caught(outside: Path) -> None:
-    """The same script with a wrong type: mypy sees the package's annotations, not ``Any``."""
+@pytest.mark.parametrize(("good", "bad", "said"), [
+    # a wrong type: mypy sees the package's annotations, not ``Any``
+    ("generation: int | None = view.generation", "generation: str = view.generation",
+     "Incompatible types in assignment"),
+    # a command's ``request`` and ``command_id`` are typed keywords (``**options`` of a
+    # ``TypedDict``): a name that is neither is an error, as a missing parameter is
+    ('request={"actor": "user-script"}', 'requests={"actor": "user-script"}',
+     'Unexpected keyword argument "requests"'),
+], ids=["wrong-type", "misspelt-option"])
+def test_a_misuse_is_caught(outside: Path, good: str, bad: str, said: str) -> None:
+    """The user's script with one mistake: mypy reports it."""
     script = outside / "bad.py"
     source = (HERE / "user_script.py").read_text()
-    script.write_text(source.replace("generation: int | None = view.generation",
-                                     "generation: str = view.generation"))
+    assert good in source
+    script.write_text(source.replace(good, bad))
     result = mypy(script, outside)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Incompatible types in assignment" in result.stdout
-
-
-def test_a_misspelt_option_is_caught(outside: Path) -> None:
-    """A command's ``request`` and ``command_id`` are typed keywords (``**options`` of a
-    ``TypedDict``): a name that is neither is an error to mypy, as a missing parameter is."""
-    script = outside / "misspelt.py"
-    source = (HERE / "user_script.py").read_text()
-    script.write_text(source.replace('request={"actor": "user-script"}',
-                                     'requests={"actor": "user-script"}'))
-    result = mypy(script, outside)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert 'Unexpected keyword argument "requests"' in result.stdout
+    assert said in result.stdout

@@ -146,16 +146,8 @@ class Auditor:
     def end_command(self) -> None:
         """The command being applied is complete: check every pair it touched."""
         providers, index, report = self.state.providers, self.index, self._report
-        allocated, open_ = index.allocated, self._open
         for key, where in self._usage.items():
-            provider = providers.get(key[0])
-            if provider is not None and provider.usages.get(key[1], 0) == allocated.get(key, 0):
-                # check_usage finds nothing where they agree (nearly always): nothing new
-                # to report, and a problem open there is mended
-                if open_:
-                    open_.pop((key, "usage"), None)
-                continue
-            report(key, "usage", checks.check_usage(where, key, provider, index))
+            report(key, "usage", checks.check_usage(where, key, providers.get(key[0]), index))
         for key, where in self._devices.items():
             report(key, "devices", checks.check_devices(where, key, providers.get(key[0]),
                                                         index))

@@ -133,36 +133,32 @@ class ChainCheck:
         position, digests = n.id, self._digests
         if digests and digests[0].position < position:
             self._digests_before(position, n)
-        stored = chain_hash(n)
-        link = self._link(self.stored, position, n.originator_id, n.originator_version,
-                          n.topic, n.state)
-        self.computed = link if self.computed == self.stored else self._link(
-            self.computed, position, n.originator_id, n.originator_version, n.topic, n.state)
-        if stored != link:
-            self._broken(n, stored)
-        self.stored = stored or link
-        self.position = position
+        self._links((n,))
         if digests and digests[0].position == position:
             where = Where(position, None, as_uuid(n.originator_id))
             while digests and digests[0].position == position:
                 self._compare(digests.pop(0), where)
 
     def observe_all(self, batch: Sequence[Notification]) -> None:
-        """:meth:`observe` each of ``batch`` in order, in one loop where no digest falls
-        in it (the chain check of a replay reading the store batch by batch)."""
+        """:meth:`observe` each of ``batch`` in order: its links in one loop where no
+        digest falls in it (the chain check of a replay reading the store batch by batch)."""
         digests = self._digests
-        if not batch or (digests and digests[0].position <= batch[-1].id):
+        if batch and digests and digests[0].position <= batch[-1].id:
             for n in batch:
                 self.observe(n)
-            return
+        else:
+            self._links(batch)
+
+    def _links(self, batch: Iterable[Notification]) -> None:
+        """Check each event's link to the one before it, in order."""
         link, stored, computed, position = self._link, self.stored, self.computed, self.position
         for n in batch:
-            found = n.__dict__.get("chain_hash")  # adapters.notifications.chain_hash
+            found = chain_hash(n)
             new = link(stored, n.id, n.originator_id, n.originator_version, n.topic, n.state)
             computed = new if computed == stored else link(
                 computed, n.id, n.originator_id, n.originator_version, n.topic, n.state)
             if found != new:
-                self.position = position
+                self.position = position  # the event before, which _broken names
                 self._broken(n, found)
             stored = found or new
             position = n.id

@@ -46,30 +46,35 @@ class HoldingsIndex:
         event, and notes which keys each command changed)."""
         if old_all is new_all and old_devices is new_devices:
             return
-        if not old_devices and not new_devices:  # most consumers: the same, less to do
-            self._move_amounts(old_all, new_all, usage, mark)
-            return
-        allocated, backing = self.allocated, self.device_backed
+        allocated = self.allocated
         for rp in _keys(old_all, new_all):
-            old = old_all.get(rp, _EMPTY)
-            new = new_all.get(rp, _EMPTY)
-            old_dev = old_devices.get(rp, _EMPTY) if old_devices else _EMPTY
-            new_dev = new_devices.get(rp, _EMPTY) if new_devices else _EMPTY
+            old, new = old_all.get(rp, _EMPTY), new_all.get(rp, _EMPTY)
             for rc in _keys(old, new):
-                key = (rp, rc)
-                was, now = old.get(rc, 0), new.get(rc, 0)
-                delta = now - was
+                delta = new.get(rc, 0) - old.get(rc, 0)
                 if delta:
+                    key = (rp, rc)
                     allocated[key] = allocated.get(key, 0) + delta
                     usage[key] = mark
-                if old_dev or new_dev:
-                    backed = (now if new_dev.get(rc) else 0) - (was if old_dev.get(rc) else 0)
-                    if backed:
-                        backing[key] = backing.get(key, 0) + backed
-                        devices[key] = mark
+        if old_devices or new_devices:  # most consumers hold no device: nothing more
+            self._move_devices(consumer, old_all, old_devices, new_all, new_devices,
+                               devices, mark)
+
+    def _move_devices(self, consumer: str, old_all: Allocations, old_devices: Devices,
+                      new_all: Allocations, new_devices: Devices, devices: dict[Key, Any],
+                      mark: Any) -> None:
+        """The device side of :meth:`move_parts`: the amounts backed by devices, and which
+        consumer lists each device."""
+        backing = self.device_backed
         for rp in _keys(old_devices, new_devices):
-            old_by = old_devices.get(rp, _EMPTY)
-            new_by = new_devices.get(rp, _EMPTY)
+            old, new = old_all.get(rp, _EMPTY), new_all.get(rp, _EMPTY)
+            old_by, new_by = old_devices.get(rp, _EMPTY), new_devices.get(rp, _EMPTY)
+            for rc in _keys(old, new):
+                backed = (new.get(rc, 0) if new_by.get(rc) else 0) - (
+                    old.get(rc, 0) if old_by.get(rc) else 0)
+                if backed:
+                    key = (rp, rc)
+                    backing[key] = backing.get(key, 0) + backed
+                    devices[key] = mark
             for rc in _keys(old_by, new_by):
                 old_ids, new_ids = set(old_by.get(rc, ())), set(new_by.get(rc, ()))
                 if old_ids == new_ids:
@@ -80,19 +85,6 @@ class HoldingsIndex:
                 for device in new_ids - old_ids:
                     table.setdefault(device, set()).add(consumer)
                 devices[(rp, rc)] = mark
-
-    def _move_amounts(self, old_all: Allocations, new_all: Allocations,
-                      usage: dict[Key, Any], mark: Any) -> None:
-        """:meth:`move_parts` of a consumer that holds no device before or after."""
-        allocated = self.allocated
-        for rp in _keys(old_all, new_all):
-            old, new = old_all.get(rp, _EMPTY), new_all.get(rp, _EMPTY)
-            for rc in _keys(old, new):
-                delta = new.get(rc, 0) - old.get(rc, 0)
-                if delta:
-                    key = (rp, rc)
-                    allocated[key] = allocated.get(key, 0) + delta
-                    usage[key] = mark
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

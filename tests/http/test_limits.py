@@ -100,3 +100,30 @@ def test_a_large_body_is_answered_not_reset(limited_port: int, token: bytes,
                   + b"Content-Type: application/json\r\nContent-Length: %d\r\n"
                   b"Connection: close\r\n\r\n" % len(body) + body)
     assert got == status
+
+
+def test_a_kept_alive_connection_answered_before_its_body_is_closed_after_the_answer(
+        limited_port: int) -> None:
+    """Without ``Connection: close``, a 413 given before the body was read still ends the
+    connection (after the answer): the server does not read a body nobody wants to find
+    the next request."""
+    body = b'{"name": "' + b"n" * 300_000 + b'"}'
+    with socket.create_connection(("127.0.0.1", limited_port), timeout=30) as sock:
+        sock.sendall(b"POST /resource_providers HTTP/1.1\r\nHost: x\r\n"
+                     b"X-Auth-Token: secret-admin\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        received = b""
+        while chunk := sock.recv(65536):  # ends when the server closes
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 413 "), received[:100]
+    assert received.count(b"HTTP/1.1 ") == 1
+
+
+def test_pipelined_requests_on_one_connection_are_each_answered(limited_port: int) -> None:
+    one = b"GET / HTTP/1.1\r\nHost: x\r\nX-Auth-Token: secret-admin\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", limited_port), timeout=30) as sock:
+        sock.sendall(one * 3 + one.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.count(b"HTTP/1.1 200 OK") == 4, received[:300]

@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # The optional dependencies, by the module a command imports, and the extra that brings it.
-EXTRAS = {"starlette": "http", "uvicorn": "http", "h11": "http", "pythonjsonlogger": "http",
+EXTRAS = {"starlette": "http", "uvicorn": "http", "httptools": "http", "pythonjsonlogger": "http",
           "prometheus_client": "metrics", "pymysql": "placement"}
 
 

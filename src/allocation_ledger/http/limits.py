@@ -1,28 +1,26 @@
 """The server's limits on what a request may send, answered rather than dropped.
 
 - A request's head (request line and headers) may hold at most :data:`MAX_HEAD` bytes.
-  Beyond it h11 refuses the request; uvicorn would answer a bare 400 and close the
-  connection at once, so a client still sending its long URL or headers sees its
-  connection reset instead of an answer. :class:`LimitedH11Protocol` answers 414 (the
-  request line alone is too long) or 431 (the headers are) in Placement's error document,
-  then reads and drops what the client still sends for a moment before closing, so the
-  answer reaches it.
+  httptools (uvicorn's C parser) sets no limit of its own, and a bare 400 with the
+  connection closed at once would reset a client still sending its long URL or headers.
+  :class:`LimitedHttpToolsProtocol` answers 414 (the request line alone is too long) or
+  431 (the headers are) in Placement's error document, then reads and drops what the
+  client still sends for a moment before closing, so the answer reaches it.
 - A request's body may hold at most ``max_body`` bytes (:data:`MAX_BODY` unless the server
   is told otherwise): beyond it, 413, read no further (:func:`read_body`, called only after
-  the caller is authenticated).
+  the caller is authenticated). An answer given before the body was read closes the
+  connection the same way, after lingering.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
-import h11
 import orjson
 from starlette.requests import Request
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from allocation_ledger.http import errors
 
@@ -53,53 +51,82 @@ def _too_large(max_body: int, seen: str) -> errors.HTTPError:
                                  f"({max_body} bytes; {seen}).")
 
 
-class LimitedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol answering an oversized head with 414 or 431, and lingering
-    after an answer given before the request's body was read (401, 413): closing at once
-    would reset a client still sending, which then never reads the answer."""
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol answering an oversized head with 414 or 431, and
+    closing (after lingering) a connection whose request was answered before its body was
+    read (401, 413): keeping it would mean reading a body nobody wants, and closing at once
+    would reset a client still sending, which then never reads the answer.
+
+    A head's size is counted by the chunks read while it is incomplete, so with pipelined
+    requests the tail of the one before counts too (a chunk's worth at most)."""
 
     _lingering = False
+    _in_head = True  # the bytes read now belong to a request's head
+    _head_bytes = 0
+    _line_ended = False  # the head's request line has ended
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.transport = _LingeringTransport(self, self.transport)  # type: ignore[assignment]
+        self._raw = transport
+        self.transport = _LingeringTransport(self, transport)  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:  # the answer is sent: drop the rest of the request
             return
         super().data_received(data)
+        if self._in_head and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            self._line_ended = self._line_ended or b"\n" in data
+            if self._head_bytes > MAX_HEAD:
+                self._refuse_head(431 if self._line_ended else 414)
 
-    def linger(self, close: Callable[[], None]) -> None:
-        """Drop what still comes for :data:`LINGER_SECONDS`, then ``close``."""
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head, self._head_bytes, self._line_ended = True, 0, False
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head, self._head_bytes, self._line_ended = True, 0, False
+
+    def on_response_complete(self) -> None:
+        if self.body_unread():  # answered before the body was read: no next request
+            self.transport.close()
+            return
+        super().on_response_complete()
+
+    def body_unread(self) -> bool:
+        """Whether the request being answered still has a body on the way."""
+        return bool(self.cycle is not None and self.cycle.more_body and not self._in_head)
+
+    def linger(self) -> None:
+        """Drop what still comes for :data:`LINGER_SECONDS`, then close the connection."""
         if not self._lingering:
             self._lingering = True
-            self.loop.call_later(LINGER_SECONDS, close)
+            self._raw.resume_reading()  # reads may be paused on the unread body
+            self.loop.call_later(LINGER_SECONDS, self._raw.close)
 
-    def send_400_response(self, msg: str) -> None:
-        buffered, _ = self.conn.trailing_data
-        if len(buffered) <= self.conn._max_incomplete_event_size:
-            super().send_400_response(msg)  # malformed, not oversized
-            return
-        status = 414 if b"\r\n" not in buffered else 431  # no end of the request line yet
+    def _refuse_head(self, status: int) -> None:
         detail = ("The request line is too long." if status == 414
                   else "The request's header fields are too large.")
         body = orjson.dumps(errors.body(errors.HTTPError(status, f"{detail} At most "
                                                          f"{MAX_HEAD} bytes of request line "
                                                          "and headers are read."), "-"))
-        headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
-                   (b"content-length", str(len(body)).encode())]
-        for event in (h11.Response(status_code=status, headers=headers,
-                                   reason=HTTPStatus(status).phrase.encode()),
-                      h11.Data(data=body), h11.EndOfMessage()):
-            self.transport.write(self.conn.send(event))
-        self.linger(self.transport.close)
+        self.transport.write(b"".join((
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode(),
+            b"content-type: application/json\r\nconnection: close\r\n",
+            b"content-length: %d\r\n\r\n" % len(body), body)))
+        self.linger()
 
 
 class _LingeringTransport:
     """The connection's transport, closed only after lingering when the request it answers
-    still has a body on the way."""
+    still has a body on the way (and then by the lingering's end alone)."""
 
-    def __init__(self, protocol: LimitedH11Protocol, transport: Any) -> None:
+    def __init__(self, protocol: LimitedHttpToolsProtocol, transport: Any) -> None:
         self._protocol = protocol
         self._transport = transport
 
@@ -110,8 +137,9 @@ class _LingeringTransport:
         return bool(self._protocol._lingering or self._transport.is_closing())
 
     def close(self) -> None:
-        if self._protocol._lingering or self._protocol.conn.their_state is not h11.SEND_BODY:
-            self._transport.close()
+        if self._protocol._lingering:
             return
-        self._transport.resume_reading()  # reads may be paused on the unread body
-        self._protocol.linger(self._transport.close)
+        if self._protocol.body_unread():
+            self._protocol.linger()
+        else:
+            self._transport.close()

@@ -92,12 +92,11 @@ def _run(app: Any, host: str, port: int, log_level: str, log_format: str, access
     import uvicorn
 
     from allocation_ledger.http import logs
-    from allocation_ledger.http.limits import MAX_HEAD, LimitedH11Protocol
+    from allocation_ledger.http.limits import LimitedHttpToolsProtocol
 
     uvicorn.run(app, host=host, port=port, log_level=log_level,
                 log_config=logs.config(log_level, log_format, access_log=access_log),
-                access_log=False, http=LimitedH11Protocol,
-                h11_max_incomplete_event_size=MAX_HEAD, **options)
+                access_log=False, http=LimitedHttpToolsProtocol, **options)
 
 
 @contextmanager

@@ -186,11 +186,13 @@ class ProjectUsage:
     usages: dict[str, int]
 
 
-def providers(engine: Engine) -> list[ProviderRow]:
-    """Every live (not deleted) provider, by UUID."""
+def providers(engine: Engine, name: str | None = None) -> list[ProviderRow]:
+    """Every live (not deleted) provider, or those named ``name``, by UUID."""
     query = (select(_providers.provider_uuid, _providers.name, _providers.parent_uuid,
                     _providers.root_uuid, _providers.generation)
              .where(_providers.deleted.is_(False)).order_by(_providers.provider_uuid))
+    if name is not None:
+        query = query.where(_providers.name == name)
     with engine.connect() as conn:
         return [ProviderRow(*row) for row in conn.execute(query)]
 

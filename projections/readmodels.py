@@ -129,6 +129,13 @@ class ReadModels:
 
     # -- reading -----------------------------------------------------------------------
 
+    def caught_up(self) -> bool:
+        """True when every projection stands at the ledger's head (``ReadModelsDiverged``
+        if one followed a history the ledger no longer has): a few small reads, where
+        :meth:`resume` starts a runner and reports the tables' sizes."""
+        positions = self.positions()
+        return set(positions.values()) == {self.store.recorder.max_notification_id() or 0}
+
     def positions(self) -> dict[str, int]:
         """Each projection's stored position; ``ReadModelsDiverged`` if one followed a
         history the ledger no longer has."""

@@ -31,7 +31,8 @@ class ProjectedReadSide:
 
     def _engine(self) -> Engine:
         with self._catching_up:  # one catch-up at a time when threads share the read side
-            self.models.resume()
+            if not self.models.caught_up():
+                self.models.runner().catch_up()
         return self.models.engine
 
     def host_usage(self, root_uuid: str | None = None) -> Sequence[queries.ClassUsage]:
@@ -61,6 +62,10 @@ class ProjectedReadSide:
     def providers(self) -> Sequence[queries.ProviderRow]:
         """Every live provider: name, parent, root, generation."""
         return queries.providers(self._engine())
+
+    def providers_named(self, name: str) -> Sequence[queries.ProviderRow]:
+        """The live providers named ``name`` (one, or none)."""
+        return queries.providers(self._engine(), name)
 
     def providers_matching(self, wanted: ProviderFilter) -> Sequence[queries.ProviderRow]:
         """The live providers a listing's filters keep (traits, aggregates, tree, room)."""

@@ -162,7 +162,8 @@ def create_tables(engine: Engine, schema: str | None = None) -> None:
 
 
 def _complete(engine: Engine, schema: str | None) -> bool:
-    """True when every table and the view exist, with the tracking table's chain column."""
+    """True when every table and the view exist, with the tracking table's chain column
+    and the providers' name index (read models from before it get it on their next open)."""
     with engine.connect() as conn:
         found = inspect(conn)
         names = set(found.get_table_names(schema=schema))
@@ -170,8 +171,10 @@ def _complete(engine: Engine, schema: str | None) -> bool:
             return False
         if tables.DEVICE_ASSIGNMENTS not in found.get_view_names(schema=schema):
             return False
-        return "chain_hash" in {c["name"] for c in found.get_columns("proj_tracking",
-                                                                     schema=schema)}
+        indexes = {i["name"] for i in found.get_indexes(tables.providers.name, schema=schema)}
+        return ("proj_providers_name" in indexes
+                and "chain_hash" in {c["name"] for c in found.get_columns("proj_tracking",
+                                                                          schema=schema)})
 
 
 def _device_assignments() -> Any:

@@ -88,6 +88,8 @@ providers = Table(
     Column("root_uuid", String, nullable=False, index=True),
     Column("generation", Integer, nullable=False),
     Column("deleted", Boolean, nullable=False),
+    # a name looked up (a registration's or rename's check, ?name=) without a scan
+    Index("proj_providers_name", "name"),
 )
 
 host_usage = Table(

@@ -107,3 +107,31 @@ def test_in_flight_migrations_older_than_an_age(ledger: Ledger) -> None:
     assert queries.migrations_in_flight(read.engine, older_than_seconds=3600, now=at) == []
     assert [m.migration_uuid for m in queries.migrations_in_flight(read.engine)] == [
         moves[0], moves[2]]
+
+
+def test_providers_named_finds_a_live_provider_by_its_name_now(ledger: Ledger) -> None:
+    first = a_host(ledger, vcpu=4, memory_mb=None)
+    second = a_host(ledger, vcpu=4, memory_mb=None)
+    second_name = ledger.provider(second).name
+    ledger.rename_provider(first, "renamed", ledger.provider(first).generation)
+    ledger.delete_provider(second, ledger.provider(second).generation)
+    engine = caught_up(ledger).engine
+    assert [r.provider_uuid for r in queries.providers(engine, "renamed")] == [first]
+    assert queries.providers(engine, second_name) == []  # deleted
+    assert [r.provider_uuid for r in queries.providers(engine)] == [first]
+
+
+def test_read_models_from_before_the_name_index_get_it_when_opened(tmp_path: Path) -> None:
+    from sqlalchemy import inspect, text
+
+    from allocation_ledger.projections.store import open_engine
+
+    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        engine = open_engine(ledger.store.env)
+        with engine.begin() as conn:
+            conn.execute(text("DROP INDEX proj_providers_name"))
+        engine.dispose()
+        engine = open_engine(ledger.store.env)
+        names = {i["name"] for i in inspect(engine).get_indexes("proj_providers")}
+        engine.dispose()
+    assert "proj_providers_name" in names

@@ -35,3 +35,25 @@ def test_reads_answer_from_the_projections_after_each_write(kind: str, tmp_path:
 def test_a_ledger_without_its_read_side_says_how_to_get_it() -> None:
     with open_ledger("memory://") as ledger, pytest.raises(InvalidRequest, match="read_side"):
         ledger.reads.host_usage()
+
+
+def test_a_read_catches_up_when_another_runner_emptied_the_read_models(tmp_path: Path) -> None:
+    """Whether to catch up is decided by the positions the read models hold, not by what
+    this process caught up to last: reset behind its back (a rebuild begun elsewhere),
+    the next read fills them again rather than answering from empty tables."""
+    from allocation_ledger.projections.readmodels import ReadModels
+
+    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", read_side=True) as ledger:
+        host = a_host(ledger, vcpu=8, memory_mb=None)
+        an_instance(ledger, {host: {"VCPU": 3}})
+        models = ledger.read_side.models  # type: ignore[attr-defined]
+        assert not models.caught_up()
+        assert [u.used for u in ledger.reads.host_usage(host)] == [3]
+        assert models.caught_up()
+        with ReadModels.of(ledger) as elsewhere:
+            elsewhere.reset()
+        assert not models.caught_up()
+        assert [u.used for u in ledger.reads.host_usage(host)] == [3]
+        an_instance(ledger, {host: {"VCPU": 2}})
+        assert not models.caught_up()
+        assert [u.used for u in ledger.reads.host_usage(host)] == [5]

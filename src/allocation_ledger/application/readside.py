@@ -39,6 +39,10 @@ class ReadSide(Protocol):
         """Every live provider: name, parent, root, generation."""
         ...
 
+    def providers_named(self, name: str) -> Sequence[Any]:
+        """The live providers named ``name`` (one, or none): the same rows."""
+        ...
+
     def providers_matching(self, wanted: ProviderFilter) -> Sequence[Any]:
         """The live providers a listing's filters keep (Placement's ``GET
         /resource_providers``): name, parent, root, generation."""

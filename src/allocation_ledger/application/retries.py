@@ -85,6 +85,10 @@ class _ReadsBefore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reads, name)
 
+    def providers_named(self, name: str) -> Sequence[Any]:
+        # a provider the retried command renamed matches by its name then, not now
+        return [row for row in self.providers() if row.name == name]
+
     def providers(self) -> Sequence[Any]:
         rows = []
         for row in self._reads.providers():

@@ -8,7 +8,8 @@ lets one in, and the other, decided again, finds the name taken.
 
 A ledger written before name streams holds providers whose names have no stream yet: such a
 name is taken into a stream the first time a provider registers or renames to it (the
-server's read-side check, which looks at every live provider, still stands before that).
+server's read-side check, which looks the name up among the live providers, still stands
+before that).
 """
 
 from __future__ import annotations

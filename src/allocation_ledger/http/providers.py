@@ -52,8 +52,11 @@ def list_providers(ctx: Ctx) -> Reply:
     :mod:`.provider_filters` (``member_of``, ``resources``, ``in_tree``, ``required``)."""
     q = shapes.query(ctx.query, provider_filters.allowed(ctx))
     wanted = provider_filters.parse(ctx)
-    rows = (ctx.ledger.reads.providers() if wanted is None
-            else ctx.ledger.reads.providers_matching(wanted))
+    if wanted is None:
+        rows = (ctx.ledger.reads.providers_named(q["name"]) if "name" in q
+                else ctx.ledger.reads.providers())
+    else:
+        rows = ctx.ledger.reads.providers_matching(wanted)
     if "uuid" in q:
         uuid = shapes.query_uuid(q["uuid"], "uuid")
         rows = [r for r in rows if r.provider_uuid == uuid]
@@ -132,7 +135,7 @@ def _set_parent(ctx: Ctx, view: ProviderView, parent: str | None) -> ProviderVie
 
 
 def _name_is_free(ctx: Ctx, name: str) -> None:
-    if any(r.name == name for r in ctx.ledger.reads.providers()):
+    if ctx.ledger.reads.providers_named(name):
         raise errors.HTTPError(409, f"Conflicting resource provider name: {name} already "
                                     "exists.", errors.DUPLICATE_NAME)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from uuid import uuid4
 
 import pytest
@@ -127,3 +128,23 @@ def test_pipelined_requests_on_one_connection_are_each_answered(limited_port: in
         while chunk := sock.recv(65536):
             received += chunk
     assert received.count(b"HTTP/1.1 200 OK") == 4, received[:300]
+
+
+def test_a_large_body_in_one_read_does_not_count_as_the_next_head(tmp_path: Path) -> None:
+    """A body of more than the head's limit (64 KiB), read in the same chunk as its head,
+    is that request's, not the start of an oversized next one: the request is answered, and
+    the connection serves the next request."""
+    body = b'{"name": "n-%s", "uuid": "%s"}' % ((str(uuid4()).encode(),) * 2)
+    body += b" " * 100_000  # JSON's whitespace: a body of 100 KB
+    request = (b"POST /resource_providers HTTP/1.1\r\nHost: x\r\n"
+               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+               + body)
+    with running_server(f"sqlite:///{tmp_path / 'ledger.db'}") as port, \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    statuses = [line.split(b" ")[1] for line in received.split(b"\r\n")
+                if line.startswith(b"HTTP/1.1 ")]
+    assert statuses == [b"201", b"200"], received[:400]

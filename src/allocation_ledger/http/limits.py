@@ -57,11 +57,15 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     read (401, 413): keeping it would mean reading a body nobody wants, and closing at once
     would reset a client still sending, which then never reads the answer.
 
-    A head's size is counted by the chunks read while it is incomplete, so with pipelined
-    requests the tail of the one before counts too (a chunk's worth at most)."""
+    A head's size: its request line and headers as the parser hands them over, and once
+    the head runs on past the chunk it began in, every chunk read until it ends (so a
+    header still incomplete is counted while it streams in; a chunk is at most 256 KiB).
+    Whether the request line ended (414 or 431): a header was parsed, or such a chunk held
+    a line break."""
 
     _lingering = False
-    _in_head = True  # the bytes read now belong to a request's head
+    _in_head = False  # a request's head has begun and not ended
+    _whole_chunks = False  # ... and runs on past its first chunk: chunks count whole
     _head_bytes = 0
     _line_ended = False  # the head's request line has ended
 
@@ -73,24 +77,57 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._lingering:  # the answer is sent: drop the rest of the request
             return
-        super().data_received(data)
-        if self._in_head and not self.transport.is_closing():
+        if self._in_head:  # a head left incomplete by the chunk before
+            self._whole_chunks = True
             self._head_bytes += len(data)
             self._line_ended = self._line_ended or b"\n" in data
-            if self._head_bytes > MAX_HEAD:
-                self._refuse_head(431 if self._line_ended else 414)
+        super().data_received(data)
+        if self._in_head and not self.transport.is_closing():
+            self._check_head()
 
     def on_message_begin(self) -> None:
+        if self._lingering:
+            return
         super().on_message_begin()
-        self._in_head, self._head_bytes, self._line_ended = True, 0, False
+        self._in_head, self._whole_chunks = True, False
+        self._head_bytes, self._line_ended = 0, False
+
+    def on_url(self, url: bytes) -> None:
+        if self._lingering:
+            return
+        super().on_url(url)
+        if not self._whole_chunks:
+            self._head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._lingering:
+            return
+        super().on_header(name, value)
+        self._line_ended = True
+        if not self._whole_chunks:
+            self._head_bytes += len(name) + len(value)
 
     def on_headers_complete(self) -> None:
+        if self._lingering:
+            return
         self._in_head = False
-        super().on_headers_complete()
+        if not self._check_head():  # refused: the application never sees the request
+            super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._lingering:
+            super().on_body(body)
 
     def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._in_head, self._head_bytes, self._line_ended = True, 0, False
+        if not self._lingering:
+            super().on_message_complete()
+
+    def _check_head(self) -> bool:
+        """Refuse the head (414 or 431) if it is over :data:`MAX_HEAD`; True if refused."""
+        if self._head_bytes <= MAX_HEAD:
+            return False
+        self._refuse_head(431 if self._line_ended else 414)
+        return True
 
     def on_response_complete(self) -> None:
         if self.body_unread():  # answered before the body was read: no next request
@@ -100,7 +137,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def body_unread(self) -> bool:
         """Whether the request being answered still has a body on the way."""
-        return bool(self.cycle is not None and self.cycle.more_body and not self._in_head)
+        return bool(self.cycle is not None and self.cycle.more_body)
 
     def linger(self) -> None:
         """Drop what still comes for :data:`LINGER_SECONDS`, then close the connection."""

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -254,3 +255,36 @@ def test_a_json_error_line_with_its_traceback_is_one_object_on_one_line() -> Non
         "ERROR", "allocation_ledger.http.context", "request req-1 failed")
     assert "RuntimeError: the store went away" in entry["exc_info"]
     assert entry["time"].endswith("+00:00")
+
+
+def test_a_request_is_counted_before_the_end_of_its_answer_goes_out() -> None:
+    """The request's observation comes before the last part of its response is sent, so a
+    client that has its answer and asks ``GET /metrics`` (of any worker) finds it."""
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from allocation_ledger.http.observe import Observed, Templates
+    from allocation_ledger.metrics import RequestMetrics
+
+    registry = CollectorRegistry()
+    labels = {"method": "PUT", "route": "/allocations/{consumer_uuid}", "status": "204"}
+    counted_when_sent: list[float | None] = []
+
+    async def app(scope: object, receive: object, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def send(message: dict[str, Any]) -> None:
+        counted_when_sent.append(
+            registry.get_sample_value("ledger_http_request_seconds_count", labels))
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    observed = Observed(app, Templates(["/allocations/{consumer_uuid}"]),  # type: ignore[arg-type]
+                        RequestMetrics(registry))
+    scope = {"type": "http", "method": "PUT", "path": "/allocations/x", "query_string": b""}
+    asyncio.run(observed(scope, receive, send))  # type: ignore[arg-type]
+    assert counted_when_sent == [None, 1.0]  # not at the answer's start; at its end
+    assert registry.get_sample_value("ledger_http_request_seconds_count", labels) == 1.0

@@ -2,11 +2,12 @@
 ``GET /metrics`` route that serves them is ``http/metrics_route.py``).
 
 :class:`Observed` wraps the whole application (a plain ASGI middleware, so 404s, 405s and
-refusals of the body are seen as well as the routes' answers). When the response has been
-sent it logs one INFO line on ``allocation_ledger.access`` (method, path, status,
-duration, request id, the caller's name, the client's address; each also a field of the
-record, so a JSON log has them as keys) and, when the server has metrics, observes the
-request's seconds by method, route template and status.
+refusals of the body are seen as well as the routes' answers). Just before the last part
+of the response goes out (or when the request ends without one) it logs one INFO line on
+``allocation_ledger.access`` (method, path, status, duration, request id, the caller's
+name, the client's address; each also a field of the record, so a JSON log has them as
+keys) and, when the server has metrics, observes the request's seconds by method, route
+template and status: a client that has its answer finds its request counted.
 """
 
 from __future__ import annotations
@@ -74,8 +75,14 @@ class Observed:
             await self.app(scope, receive, send)
             return
         began = time.perf_counter()
-        seen: dict[str, Any] = {"status": 500, "request_id": "-"}
+        seen: dict[str, Any] = {"status": 500, "request_id": "-", "done": False}
         scope[NOTE] = Note()
+
+        def done() -> None:
+            if not seen["done"]:
+                seen["done"] = True
+                self._done(scope, seen["status"], seen["request_id"],
+                           time.perf_counter() - began)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -83,13 +90,16 @@ class Observed:
                 for name, value in message.get("headers", ()):
                     if name.lower() == b"x-openstack-request-id":
                         seen["request_id"] = value.decode("latin-1")
+            elif not message.get("more_body", False):
+                # counted and logged before the answer's end goes out: a client that has
+                # its answer finds the request in the metrics, whichever worker it asks
+                done()
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
         finally:
-            self._done(scope, seen["status"], seen["request_id"],
-                       time.perf_counter() - began)
+            done()
 
     def _done(self, scope: Scope, status: int, request_id: str, seconds: float) -> None:
         method = scope["method"]

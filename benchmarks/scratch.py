@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
+from allocation_ledger.adapters.sqlite import LOCK_SUFFIX
+from allocation_ledger.adapters.turns import TURNS_SUFFIX
 from allocation_ledger.application.ledger import Ledger
 from allocation_ledger.bootstrap import open_ledger
 
@@ -62,7 +64,7 @@ def scratch_store(kind: str, workdir: Path, postgres_url: str, name: str) -> Ite
         try:
             yield f"sqlite:///{path}"
         finally:
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", LOCK_SUFFIX, TURNS_SUFFIX):  # every file
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
     elif kind == "postgresql":
         with postgres_schema(postgres_url, f"bench_{name}") as schema:

@@ -37,6 +37,7 @@ def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
             assert len(hosts) == 2
             assert [ledger.provider(h.provider_uuid).usages for h in hosts] == [
                 {"VCPU": 5}, {"VCPU": 5}]
+    assert list(tmp_path.iterdir()) == []  # the store's files, its lock files too, are gone
 
 
 def test_the_module_runs_from_the_repository_root(tmp_path: Path) -> None:

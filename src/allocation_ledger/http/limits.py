@@ -55,17 +55,23 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol answering an oversized head with 414 or 431, and
     closing (after lingering) a connection whose request was answered before its body was
     read (401, 413): keeping it would mean reading a body nobody wants, and closing at once
-    would reset a client still sending, which then never reads the answer.
+    would reset a client still sending, which then never reads the answer. Such an answer
+    says ``connection: close``.
 
-    A head's size: its request line and headers as the parser hands them over, and once
-    the head runs on past the chunk it began in, every chunk read until it ends (so a
-    header still incomplete is counted while it streams in; a chunk is at most 256 KiB).
-    Whether the request line ended (414 or 431): a header was parsed, or such a chunk held
-    a line break."""
+    A head's size is counted from below, so a head within :data:`MAX_HEAD` is never
+    refused: its request line and each header as the parser hands them over (with the
+    least framing they can have), and every read that begins and ends inside the head.
+    The read a head ends in is not counted whole, so a head may overrun the limit by at most
+    one read (256 KiB) before it is refused. Whether the request line ended (414 or 431): a
+    header was parsed, or a read inside the head held a line break.
+
+    Not handled here, as in uvicorn's own protocol: an oversized head pipelined behind
+    requests still being answered is refused at once (its 431 may go out before their
+    answers), and a chunked body's trailer fields are not counted."""
 
     _lingering = False
+    _keep_alive = False  # whether the request being read may keep the connection
     _in_head = False  # a request's head has begun and not ended
-    _whole_chunks = False  # ... and runs on past its first chunk: chunks count whole
     _head_bytes = 0
     _line_ended = False  # the head's request line has ended
 
@@ -77,50 +83,64 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._lingering:  # the answer is sent: drop the rest of the request
             return
-        if self._in_head:  # a head left incomplete by the chunk before
-            self._whole_chunks = True
-            self._head_bytes += len(data)
-            self._line_ended = self._line_ended or b"\n" in data
+        inside = self._in_head  # the read begins inside a head
         super().data_received(data)
-        if self._in_head and not self.transport.is_closing():
-            self._check_head()
+        if not self._in_head or self.transport.is_closing():
+            return
+        if b"\n" in data:
+            self._line_ended = True
+        if inside:  # begins and ends inside the head: all of it is head
+            self._head_bytes += len(data)
+        self._check_head()
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._lingering:  # the refusal of the head was the answer
+            super().send_400_response(msg)
 
     def on_message_begin(self) -> None:
         if self._lingering:
             return
         super().on_message_begin()
-        self._in_head, self._whole_chunks = True, False
-        self._head_bytes, self._line_ended = 0, False
+        self._in_head, self._head_bytes, self._line_ended = True, 0, False
 
     def on_url(self, url: bytes) -> None:
         if self._lingering:
             return
         super().on_url(url)
-        if not self._whole_chunks:
-            self._head_bytes += len(url)
+        self._head_bytes += len(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._lingering:
             return
         super().on_header(name, value)
         self._line_ended = True
-        if not self._whole_chunks:
-            self._head_bytes += len(name) + len(value)
+        self._head_bytes += len(name) + len(value) + 3  # at least ":" and CRLF
 
     def on_headers_complete(self) -> None:
         if self._lingering:
             return
         self._in_head = False
-        if not self._check_head():  # refused: the application never sees the request
-            super().on_headers_complete()
+        if self._check_head():  # refused: the application never sees the request
+            return
+        super().on_headers_complete()
+        # An answer given before the request's end was read says ``connection: close``:
+        # the connection is kept alive only once the whole request is in.
+        self._keep_alive, self.cycle.keep_alive = self.cycle.keep_alive, False
 
     def on_body(self, body: bytes) -> None:
         if not self._lingering:
             super().on_body(body)
 
     def on_message_complete(self) -> None:
-        if not self._lingering:
-            super().on_message_complete()
+        if self._lingering:
+            return
+        super().on_message_complete()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = self._keep_alive
+
+    def shutdown(self) -> None:
+        self._keep_alive = False  # a request still coming in is the connection's last
+        super().shutdown()
 
     def _check_head(self) -> bool:
         """Refuse the head (414 or 431) if it is over :data:`MAX_HEAD`; True if refused."""
@@ -136,8 +156,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
 
     def body_unread(self) -> bool:
-        """Whether the request being answered still has a body on the way."""
-        return bool(self.cycle is not None and self.cycle.more_body)
+        """Whether the request last answered still has a body on the way (the newest
+        request parsed, pipelined behind it, may still be waiting for its answer)."""
+        cycle = self.cycle
+        return bool(cycle is not None and cycle.response_complete and cycle.more_body)
 
     def linger(self) -> None:
         """Drop what still comes for :data:`LINGER_SECONDS`, then close the connection."""

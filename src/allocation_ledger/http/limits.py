@@ -151,9 +151,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         if self.body_unread():  # answered before the body was read: no next request
+            self.server_state.total_requests += 1  # as uvicorn counts an answered request
             self.transport.close()
             return
         super().on_response_complete()
+
+    def handle_websocket_upgrade(self) -> None:
+        if not self._lingering:  # a refused head is never upgraded
+            super().handle_websocket_upgrade()
 
     def body_unread(self) -> bool:
         """Whether the request last answered still has a body on the way (the newest

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -282,9 +283,33 @@ def test_a_request_is_counted_before_the_end_of_its_answer_goes_out() -> None:
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    observed = Observed(app, Templates(["/allocations/{consumer_uuid}"]),  # type: ignore[arg-type]
+    observed = Observed(app, Templates(["/allocations/{consumer_uuid}"]),
                         RequestMetrics(registry))
     scope = {"type": "http", "method": "PUT", "path": "/allocations/x", "query_string": b""}
     asyncio.run(observed(scope, receive, send))  # type: ignore[arg-type]
     assert counted_when_sent == [None, 1.0]  # not at the answer's start; at its end
     assert registry.get_sample_value("ledger_http_request_seconds_count", labels) == 1.0
+
+
+def test_a_client_gone_before_its_body_is_no_error_and_logged_as_499(
+        json_server: Watched) -> None:
+    """A client that closes its connection before sending the body it announced is not a
+    server failure: no ERROR line, no traceback, and its access line says 499 (as nginx
+    logs a request its client closed), not 500."""
+    request_id = f"req-{uuid4()}"
+    with socket.create_connection(("127.0.0.1", json_server.port), timeout=10) as sock:
+        sock.sendall(b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: "
+                     + ADMIN.encode() + b"\r\nContent-Type: application/json\r\n"
+                     b"X-OpenStack-Request-ID: " + request_id.encode() + b"\r\n"
+                     b"Content-Length: 1000\r\n\r\n" + b'{"name": ')
+    def lines_of_the_request() -> list[dict[str, object]]:
+        return [json.loads(line) for line in json_server.lines() if request_id in line]
+
+    deadline = time.monotonic() + 10
+    mine = lines_of_the_request()
+    while not any(r["logger"] == "allocation_ledger.access" for r in mine):
+        assert time.monotonic() < deadline, f"no access line for the request: {mine}"
+        time.sleep(0.05)
+        mine = lines_of_the_request()
+    assert {r["level"] for r in mine} == {"INFO"}, mine
+    assert [r["status"] for r in mine if r["logger"] == "allocation_ledger.access"] == [499]

@@ -18,7 +18,7 @@ from uuid import uuid4
 
 import orjson
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from allocation_ledger.application.ledger import Ledger
@@ -110,6 +110,9 @@ class Ctx:
         return args
 
 
+#: the status logged for a request whose client left before its end (nginx's 499)
+CLIENT_GONE = 499
+
 #: What answers one route: the request (its context) in, the reply out.
 Responder = Callable[[Ctx], Reply]
 
@@ -154,6 +157,9 @@ def endpoint(ledger: Ledger, tokens: Guard, handler: Responder,
                 reply.headers["location"] = str(request.base_url).rstrip("/") + location
         except errors.HTTPError as err:
             reply = Reply(err.status, errors.body(err, request_id), err.headers)
+        except ClientDisconnect:  # nobody to answer: logged as nginx logs it, not a failure
+            LOG.info("request %s: the client went away before its body was read", request_id)
+            reply = Reply(CLIENT_GONE, None)  # nobody reads it: no body
         except Exception as err:  # a bug: answered as Placement does, logged with its id
             LOG.exception("request %s failed", request_id)
             failure = errors.HTTPError(500, f"{type(err).__name__}: {err}")

@@ -33,3 +33,19 @@ def client(server_port: int) -> Iterator[Client]:
     c = Client(server_port)
     yield c
     c.close()
+
+
+#: the body limit of :func:`limited_port`'s server
+LIMITED_MAX_BODY = 2000
+
+
+@pytest.fixture(scope="session")
+def limited_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A server over SQLite with an admin token (``secret-admin``) and bodies of at most
+    :data:`LIMITED_MAX_BODY` bytes: the one the limit and protocol tests share."""
+    folder = tmp_path_factory.mktemp("limits")
+    tokens = folder / "tokens"
+    tokens.write_text("secret-admin nova admin\n")
+    with running_server(f"sqlite:///{folder / 'ledger.db'}", str(tokens),
+                        max_body=LIMITED_MAX_BODY) as port:
+        yield port

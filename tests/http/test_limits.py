@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from uuid import uuid4
 
 import pytest
 
+from tests.http.conftest import LIMITED_MAX_BODY as MAX_BODY
 from tests.http.server import Client, running_server
-
-MAX_BODY = 2000
-
-
-@pytest.fixture(scope="module")
-def limited_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A server over SQLite with an admin token and bodies of at most 2000 bytes."""
-    folder = tmp_path_factory.mktemp("limits")
-    tokens = folder / "tokens"
-    tokens.write_text("secret-admin nova admin\n")
-    with running_server(f"sqlite:///{folder / 'ledger.db'}", str(tokens),
-                        max_body=MAX_BODY) as port:
-        yield port
 
 
 def _raw(port: int, request: bytes) -> tuple[int, dict[str, object]]:

@@ -7,25 +7,18 @@ from __future__ import annotations
 import re
 import socket
 import time
-from collections.abc import Iterator
 
 import pytest
-
-from tests.http.server import running_server
 
 AUTH = b"X-Auth-Token: secret-admin\r\n"
 BIG = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 70_000 + b"\r\n\r\n"
 UUID = b"7f6c3b0e-8f1e-4c9a-9a55-3d2b7a0c1e1"
 
 
-@pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A server with an admin token, bodies of at most 2000 bytes."""
-    folder = tmp_path_factory.mktemp("protocol")
-    (folder / "tokens").write_text("secret-admin nova admin\n")
-    with running_server(f"sqlite:///{folder / 'ledger.db'}", str(folder / "tokens"),
-                        max_body=2000) as p:
-        yield p
+@pytest.fixture
+def port(limited_port: int) -> int:
+    """The server the limit tests use (``tests/http/conftest.py``)."""
+    return limited_port
 
 
 def _talk(port: int, *parts: bytes, pause: float = 0.3, timeout: float = 8) -> bytes:

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 from allocation_ledger.bootstrap import open_ledger
 from allocation_ledger.http.server import spawned
 from benchmarks import over_http
@@ -38,6 +40,13 @@ def test_each_claim_over_http_is_in_the_ledger(tmp_path: Path) -> None:
             assert [ledger.provider(h.provider_uuid).usages for h in hosts] == [
                 {"VCPU": 5}, {"VCPU": 5}]
     assert list(tmp_path.iterdir()) == []  # the store's files, its lock files too, are gone
+
+
+def test_a_refusal_stops_the_run_with_its_status(tmp_path: Path) -> None:
+    with scratch_store("sqlite", tmp_path, "postgresql://unused", "t") as url, \
+            spawned(url, max_body=16) as port, \
+            pytest.raises(RuntimeError, match=r"registering host .* answered 413"):
+        over_http.over_http(port, 1, 1)
 
 
 def test_the_module_runs_from_the_repository_root(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import uuid4
@@ -132,10 +132,13 @@ async def _claims(conn: Connection, host: str, count: int) -> list[int]:
     return failures
 
 
-async def _over_http(port: int, clients: int, each: int) -> float:
+async def _over_http(port: int, clients: int, each: int,
+                     started: Callable[[], object] | None) -> float:
     hosts = await asyncio.gather(*(_host(port) for _ in range(clients)))
     conns = await asyncio.gather(*(Connection.open(port) for _ in range(clients)))
     try:
+        if started is not None:
+            started()
         began = time.perf_counter()
         failed = await asyncio.gather(*(_claims(c, h, each)
                                         for c, h in zip(conns, hosts, strict=True)))
@@ -148,11 +151,12 @@ async def _over_http(port: int, clients: int, each: int) -> float:
     return each * clients / seconds
 
 
-def over_http(port: int, clients: int, claims: int) -> float:
+def over_http(port: int, clients: int, claims: int,
+              started: Callable[[], object] | None = None) -> float:
     """Claims/s by ``clients`` concurrent HTTP clients (:class:`Connection`, one asyncio
     task each, in this thread), ``claims`` in all, timed from when every client has set up
-    its host and opened its connection."""
-    return asyncio.run(_over_http(port, clients, max(claims // clients, 1)))
+    its host and opened its connection (when ``started`` is called)."""
+    return asyncio.run(_over_http(port, clients, max(claims // clients, 1), started))
 
 
 def measure(kinds: Sequence[str], claims: int, clients: Sequence[int], postgres_url: str,

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -368,8 +369,8 @@ def scale(url: str, settings: Settings) -> dict[str, Any]:
 def over_serve(url: str, settings: Settings) -> dict[str, Any]:
     """T6: ``serve --workers N`` with ``threads`` HTTP clients beside as many threads
     in-process, both group-committed, in alternating turns; the server's CPU (its process,
-    its workers and their backends, each client's set-up of its host included: two
-    requests a client a turn)."""
+    its workers and their backends) and the clients' during the claims, from when every
+    client has set up its host (two requests a client a turn, not counted)."""
     piece = settings.duration / ROUNDS
     clients = settings.threads
     workers = ["--workers", str(settings.serve_workers)]
@@ -392,16 +393,21 @@ def over_serve(url: str, settings: Settings) -> dict[str, Any]:
             for _ in range(ROUNDS // 2):
                 local = local + timed(meter, in_process)
                 each = max(int(last[0] * piece) // clients, 5)
-                mine, its = meter.read(), serving.read()
-                rate = over_http(port, clients, each * clients)  # after each client's host
+                marks: list[Cpu] = []  # both sides' CPU once every client has its host
+                rate = over_http(port, clients, each * clients, started=partial(
+                    _read_both, marks, meter, serving))
                 remote = remote + Taken(each * clients, each * clients / rate,
-                                        meter.read() - mine)
-                by_server = by_server + Taken(each * clients, 0.0, serving.read() - its)
+                                        meter.read() - marks[0])
+                by_server = by_server + Taken(each * clients, 0.0, serving.read() - marks[1])
     return {"clients": clients, "workers": settings.serve_workers,
             "in_process": local.to_dict(), "over_http": remote.to_dict(),
             "server_cpu_per_claim": by_server.each.to_dict(),
             "t6": _ratio(remote.rate, local.rate),
             "t6_cpu": _ratio(local.each.total, by_server.each.total)}
+
+
+def _read_both(marks: list[Cpu], meter: Meter, serving: Meter) -> None:
+    marks[:] = [meter.read(), serving.read()]
 
 
 def cpu_buckets(url: str, settings: Settings) -> dict[str, Any]:

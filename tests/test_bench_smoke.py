@@ -126,6 +126,11 @@ def test_cpu_ratios_alone_print_every_target(tmp_path: Path,
     for side in (grouped, raw, batching["single"], found["serve"]["in_process"]):
         assert side["count"] > 0 and side["cpu_per_item"]["client_us"] > 0
         assert side["cpu_per_item"]["backend_us"] == 0
+    # T6's CPU is counted from when the clients have their hosts: the claims' alone
+    serve = found["serve"]
+    assert serve["over_http"]["count"] > 0
+    assert serve["over_http"]["cpu_per_item"]["client_us"] > 0
+    assert serve["server_cpu_per_claim"]["client_us"] > 0
     assert batching["rows_per_claim"] >= 2  # the consumer's event and the host's at least
     assert found["targets"][0]["value"] == pytest.approx(
         grouped["cpu_per_item"]["total_us"]

@@ -4,9 +4,9 @@ Each client is an asyncio task of this process with its own keep-alive connectio
 new consumers (1 VCPU, ``PUT /allocations/{uuid}`` at 1.39, null consumer generation) on a
 host of its own, so the figure is the server's throughput, not a race for one host. The
 clients are lean (:class:`Connection`): on a machine they share with the server, what they
-spend is taken from the server. The in-process figure is the
-same claims by :meth:`Ledger.claim` in one thread on the same kind of store, in the same
-run. The server is ``allocation-ledger serve`` in its own process.
+spend is taken from the server. The in-process figure is the same claims by
+:meth:`Ledger.claim` in one thread on the same kind of store, in the same run. The server
+is ``allocation-ledger serve`` in its own process.
 """
 
 from __future__ import annotations

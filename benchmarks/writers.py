@@ -35,19 +35,21 @@ SHARED = "shared"
 FLOOR = "floor"
 
 
-def _operation(role: str, target: str, hosts: Sequence[str],
-               appends: list[int]) -> tuple[Callable[[], object], Callable[[], None]]:
+def _operation(role: str, target: str, hosts: Sequence[str], appends: list[int],
+               turns: bool = True) -> tuple[Callable[[], object], Callable[[], None]]:
     """The operation a writer repeats, and how to clean up after it; ``appends`` counts
-    the appends a ledger asks of its store (refused ones too)."""
+    the appends a ledger asks of its store (refused ones too); ``turns``: whether the
+    ledger's writers take turns on contended hosts (its write policy's ``takes_turns``)."""
     if role == FLOOR:
         from benchmarks.floor import open_raw_table
 
         table = open_raw_table(target)
         return table.insert, table.close
+    from allocation_ledger.application.policy import WritePolicy
     from allocation_ledger.bootstrap import open_ledger
     from benchmarks.workload import a_host, claimer, shared_claimer
 
-    ledger = open_ledger(target)
+    ledger = open_ledger(target, policy=WritePolicy(takes_turns=turns))
     recorder = ledger.store.recorder
     insert = recorder.insert_events
 
@@ -65,11 +67,11 @@ def _operation(role: str, target: str, hosts: Sequence[str],
 
 
 def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
-            barrier: Barrier, results: Queue[Any]) -> None:
+            barrier: Barrier, results: Queue[Any], turns: bool) -> None:
     """One writer process: prepare, wait for the others, work, report."""
     try:
         appends = [0]
-        operation, close = _operation(role, target, hosts, appends)
+        operation, close = _operation(role, target, hosts, appends, turns)
         meter = Meter(target)
         try:
             for _ in range(WARMUP):
@@ -91,15 +93,16 @@ def _writer(role: str, target: str, hosts: Sequence[str], duration: float,
 
 
 def run_writers(role: str, target: str, writers: int, duration: float,
-                hosts: Sequence[str] = ()) -> Sample:
+                hosts: Sequence[str] = (), turns: bool = True) -> Sample:
     """``writers`` processes doing ``role`` on ``target`` for ``duration`` seconds at once
-    (``hosts``: those the ``shared`` role claims on)."""
+    (``hosts``: those the ``shared`` role claims on; ``turns``: whether claiming writers
+    take turns on contended hosts, as they do by default)."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(writers)
     results: Queue[Any] = ctx.Queue()
     processes = [
         ctx.Process(target=_writer,
-                    args=(role, target, tuple(hosts), duration, barrier, results),
+                    args=(role, target, tuple(hosts), duration, barrier, results, turns),
                     daemon=True)
         for _ in range(writers)
     ]

@@ -240,3 +240,21 @@ def test_t3_ratios_of_one_round_are_cpu_and_rate_growth_over_raw() -> None:
     assert cpu == pytest.approx(1.25)
     # claims/s grew 1.6x, raw's 2x: 0.8
     assert rate == pytest.approx(0.8)
+
+
+def test_turns_bench_measures_both_sides(tmp_path: Path) -> None:
+    """``python -m benchmarks.turns``: writers on shared hosts with turns and without, each
+    side's figures from runs that really claimed (and the turns side takes turns)."""
+    from benchmarks.scratch import scratch_store
+    from benchmarks.turns import SIDES, measure, report
+
+    with scratch_store("sqlite", tmp_path, "postgresql://unused", "turns") as url:
+        found = measure(url, writers=2, hosts=8, rounds=2, seconds=0.5)
+    assert set(found) == set(SIDES) == {"turns", "no turns"}
+    for side, runs in found.items():
+        assert len(runs) == 2, (side, runs)
+        for run in runs:
+            assert isinstance(run, dict), (side, run)
+            assert run["rate"] > 0 and run["appends"] >= 1.0 and run["cpu_us"] > 0
+    printed = report("sqlite", found)
+    assert "  turns " in printed and "  no turns " in printed

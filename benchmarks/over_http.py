@@ -12,6 +12,7 @@ is ``allocation-ledger serve`` in its own process.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -161,27 +162,28 @@ def over_http(port: int, clients: int, claims: int,
 
 def measure(kinds: Sequence[str], claims: int, clients: Sequence[int], postgres_url: str,
             workdir: Path, group_commit: Sequence[str] = ("off",),
-            workers: Sequence[int] = (1,)) -> list[Figure]:
-    """Every figure, store by store, with each ``serve --group-commit`` setting and each
-    ``serve --workers`` count given, in turn (the store's figure is named
-    ``store/group-commit-on`` or ``store/workers-2`` then, when more than the default
-    is measured)."""
+            workers: Sequence[int] = (1,), loops: Sequence[str] = ("auto",)) -> list[Figure]:
+    """Every figure, store by store, with each ``serve --group-commit`` setting, each
+    ``serve --workers`` count and each ``serve --loop`` given, in turn (the store's figure
+    is named ``store/group-commit-on``, ``store/workers-2`` or ``store/loop-asyncio`` then,
+    when more than the default is measured)."""
     figures = []
     for kind in kinds:
         with scratch_store(kind, workdir, postgres_url, "http") as url:
             local = in_process(url, claims)
             server_url = url.replace(f"&{POOL}", "")  # the server's default pool: 5 + 10
-            for setting in group_commit:
-                for count in workers:
-                    args = ["--group-commit", setting, "--workers", str(count)]
-                    with spawned(server_url, args=args) as port:
-                        rates = {n: over_http(port, n, claims) for n in clients}
-                    name = kind
-                    if group_commit != ("off",):
-                        name += f"/group-commit-{setting}"
-                    if tuple(workers) != (1,):
-                        name += f"/workers-{count}"
-                    figures.append(Figure(name, claims, local, rates))
+            for setting, count, loop in itertools.product(group_commit, workers, loops):
+                args = ["--group-commit", setting, "--workers", str(count), "--loop", loop]
+                with spawned(server_url, args=args) as port:
+                    rates = {n: over_http(port, n, claims) for n in clients}
+                name = kind
+                if group_commit != ("off",):
+                    name += f"/group-commit-{setting}"
+                if tuple(workers) != (1,):
+                    name += f"/workers-{count}"
+                if tuple(loops) != ("auto",):
+                    name += f"/loop-{loop}"
+                figures.append(Figure(name, claims, local, rates))
     return figures
 
 
@@ -195,7 +197,7 @@ def report(figures: Sequence[Figure]) -> str:
     for f in figures:
         cells = "  ".join(f"{f.over_http[n]:>8,.0f} ({f.ratios()[n]:4.0%})" for n in clients)
         lines.append(f"{f.store:<{width}} {f.in_process:>10,.0f}  {cells}")
-    lines.append("(group commit: serve --group-commit; workers: serve --workers; the "
-                 "in-process figure is the same for each)")
+    lines.append("(group commit: serve --group-commit; workers: serve --workers; loop: "
+                 "serve --loop; the in-process figure is the same for each)")
     lines.append("claims/s; ratio = HTTP claims/s / in-process claims/s (one thread)")
     return "\n".join(lines)

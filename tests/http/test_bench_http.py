@@ -65,3 +65,10 @@ def test_the_module_runs_from_the_repository_root(tmp_path: Path) -> None:
 
 def test_a_figure_divides_by_the_in_process_rate() -> None:
     assert Figure("sqlite", 10, 200.0, {1: 100.0, 8: 300.0}).ratios() == {1: 0.5, 8: 1.5}
+
+
+def test_loops_are_measured_in_turn(tmp_path: Path) -> None:
+    figures = measure(["sqlite"], 10, [2], "postgresql://unused", tmp_path, ("on",), (1,),
+                      ("auto", "asyncio"))
+    assert [f.store for f in figures] == ["sqlite/group-commit-on/loop-auto",
+                                          "sqlite/group-commit-on/loop-asyncio"]

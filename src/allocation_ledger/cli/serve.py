@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     [--auth-config FILE] [--policy-file FILE] [--policy-defaults secure|legacy]
     [--log-level LEVEL]
     [--log-format text|json] [--no-access-log] [--stale-after SECONDS]
-    [--group-commit on|off] [--workers N]
+    [--group-commit on|off] [--workers N] [--loop auto|asyncio|uvloop]
     [--cors-allowed-origin ORIGIN]... [--cors-allow-header HEADER]...``."""
     parser.add_argument("--bind", default="127.0.0.1:8778", help="HOST:PORT (127.0.0.1:8778)")
     parser.add_argument("--token-file", default=None,
@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="N server processes on the one address, each with its own "
                              "connections to the store (1)")
+    parser.add_argument("--loop", default="auto", choices=["auto", "asyncio", "uvloop"],
+                        help="the event loop: uvloop where it is installed (auto), or "
+                             "asyncio's own")
     parser.add_argument("--cors-allowed-origin", action="append", default=[], metavar="ORIGIN",
                         help="allow cross-origin requests from ORIGIN ('*': any), as "
                              "Placement's [cors] allowed_origin (repeatable; default: none)")
@@ -79,5 +82,5 @@ def run(args: argparse.Namespace) -> int:
           log_format=args.log_format, access_log=args.access_log,
           stale_after=args.stale_after, auth=auth, group_commit=args.group_commit == "on",
           cors_origins=args.cors_allowed_origin, cors_allow_headers=args.cors_allow_header,
-          workers=args.workers)
+          workers=args.workers, loop=args.loop)
     return 0

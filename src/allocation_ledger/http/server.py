@@ -55,7 +55,7 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
           access_log: bool = True, stale_after: float = 3600.0,
           auth: AuthSettings | None = None, group_commit: bool = True,
           cors_origins: Sequence[str] = (), cors_allow_headers: Sequence[str] = (),
-          workers: int = 1) -> None:
+          workers: int = 1, loop: str = "auto") -> None:
     """Serve the ledger at ``url`` on ``bind`` until interrupted. Without a token file only a
     loopback address is allowed (every caller is then the anonymous admin). Request bodies
     of more than ``max_body`` bytes are refused (413), request heads of more than
@@ -73,18 +73,37 @@ def serve(url: str | None, bind: str, token_file: str | None = None,
     (Placement's ``[cors]`` options, ``http/cors.py``).
 
     With ``workers`` above 1, that many worker processes serve the one address (see
-    :func:`serve_workers`)."""
+    :func:`serve_workers`). ``loop``: uvicorn's event loop (:data:`LOOPS`)."""
     host, port = parse_bind(bind)
+    check_loop(loop)
     settings = ServeSettings(url, host, token_file, max_body, stale_after,
                              auth or AuthSettings(), group_commit, tuple(cors_origins),
                              tuple(cors_allow_headers))
     settings.auth.build(token_file, host)  # a wrong setting is one line before anything
     check_can_listen(host, port)
     if workers > 1:
-        serve_workers(settings, port, workers, log_level, log_format, access_log)
+        serve_workers(settings, port, workers, log_level, log_format, access_log, loop)
         return
     with open_app(settings) as app:
-        _run(app, host, port, log_level, log_format, access_log)
+        _run(app, host, port, log_level, log_format, access_log, loop=loop)
+
+
+#: ``serve --loop``: uvicorn's choice of event loop. ``auto`` is uvloop where it is installed
+#: (the ``http`` extra installs it on Linux and macOS), else asyncio's own.
+LOOPS = ("auto", "asyncio", "uvloop")
+
+
+def check_loop(loop: str) -> None:
+    """Refuse a loop that is not one of :data:`LOOPS`, or ``uvloop`` where it is not
+    installed (one line, before anything is opened)."""
+    if loop not in LOOPS:
+        raise InvalidRequest(f"--loop is one of {', '.join(LOOPS)}, not {loop!r}")
+    if loop == "uvloop":
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            raise InvalidRequest("--loop uvloop: uvloop is not installed (pip install "
+                                 "uvloop; not on Windows)") from None
 
 
 def _run(app: Any, host: str, port: int, log_level: str, log_format: str, access_log: bool,
@@ -125,7 +144,8 @@ def _app_over(ledger: Ledger, settings: ServeSettings, guard: Guard, policy: Pol
 
 
 def serve_workers(settings: ServeSettings, port: int, workers: int,
-                  log_level: str, log_format: str, access_log: bool) -> None:
+                  log_level: str, log_format: str, access_log: bool,
+                  loop: str = "auto") -> None:
     """``workers`` processes serving ``settings.host:port``, started by uvicorn's process manager
     (its ``workers``: the socket is bound once, here, and shared; a worker that dies is
     started again; SIGINT or SIGTERM stops them all). Each worker opens the store itself
@@ -147,7 +167,7 @@ def serve_workers(settings: ServeSettings, port: int, workers: int,
     os.environ[METRICS_DIR_VARIABLE] = metrics_dir  # read by each worker as it starts
     try:
         _run(f"{__name__}:worker_app", settings.host, port, log_level, log_format, access_log,
-             factory=True, workers=workers)
+             factory=True, workers=workers, loop=loop)
     finally:
         for name, value in saved.items():
             if value is None:

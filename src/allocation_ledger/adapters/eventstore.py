@@ -312,6 +312,11 @@ class EventStore(Application[UUID]):
         """Let go of every stream this thread holds."""
         self._turns.end()
 
+    def turns_held_elsewhere(self, streams: Iterable[UUID]) -> list[UUID]:
+        """Those of ``streams`` another writer holds a turn on (where the store can tell
+        without a round trip: SQLite; elsewhere none)."""
+        return self._turns.held_elsewhere(streams)
+
     def _cached(self, stream_id: UUID) -> Aggregate | None:
         """This process's cached aggregate of a stream, as it is (``None``: not cached)."""
         cache = self.repository.cache

@@ -23,7 +23,11 @@ policy only trades reads against retries:
   deciding on the same version and all but one clashing (``adapters/turns.py``). The wait
   is for the first contended provider of an attempt only (later ones are taken if free),
   and bounded by the store's lock timeout; after a wait in vain (its holder hung) the
-  provider is written without turns for ``contended_for`` seconds.
+  provider is written without turns for ``contended_for`` seconds. On SQLite, where it is
+  asked without a round trip, a first attempt about to append to a provider another writer
+  holds a turn on lets that writer go first and counts the provider as contended, though
+  it never clashed there itself: else a writer that keeps winning never takes turns, and
+  the one that keeps losing can lose every attempt.
 
 One policy is chosen per ledger in :mod:`allocation_ledger.bootstrap`.
 """

@@ -55,6 +55,9 @@ from allocation_ledger.domain.values import RequestMeta
 class Trust(Protocol):
     """What a unit of work asks of the write policy (:class:`~.policy.WritePolicy`)."""
 
+    #: writers take turns on contended providers
+    takes_turns: bool
+
     def reads_cached(self, attempt: int, provider_uuid: str) -> bool:
         """True when ``attempt`` may take this provider from the cache unread."""
         ...
@@ -261,6 +264,25 @@ class UnitOfWork:
             return False
         self._assumed_absent.add(consumer_uuid)
         return True
+
+    def yields_turn(self) -> bool:
+        """True when this attempt holds no turn and another writer holds one on a provider
+        it is about to write: it lets that writer go first (noting the providers as
+        contended, so that the next attempt waits its turn there), where it would else
+        append at once and, writing again and again, leave that writer clashing on every
+        attempt. Only a first attempt yields (the next waits for the turn, or, if its
+        holder hung, goes without it); a store that cannot tell without a round trip
+        (PostgreSQL) never does."""
+        policy = self._policy
+        if (not self._turns or self._holding or policy is None or self._attempt != 1
+                or not policy.takes_turns):
+            return False
+        written = {p.id: p.uuid for p in self._providers.values()
+                   if p is not None and p.pending_events}
+        held = self.store.turns_held_elsewhere(written) if written else []
+        if held:
+            policy.clashed(written[stream] for stream in held)
+        return bool(held)
 
     def end_turns(self) -> None:
         """Let go of the providers this attempt held (after its commit, or its failure)."""

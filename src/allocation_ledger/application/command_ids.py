@@ -322,7 +322,7 @@ class _Run:
                 raise
             self.clashes += 1
             return None
-        if trusting and uow.doubtful(unwritten_only=True) or uow.yields_turn():
+        if (trusting and uow.doubtful(unwritten_only=True)) or uow.yields_turn():
             self.clashes += 1
             return None
         began = time.perf_counter()

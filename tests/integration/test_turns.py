@@ -301,3 +301,30 @@ def test_threads_of_one_process_wait_for_a_turn_without_taking_the_pool(pg_url: 
         for thread, done, errors in waiters:
             thread.join(30)
             assert done.is_set() and not errors, errors
+
+
+def test_a_question_the_system_refuses_is_no_turn_held(tmp_path: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking whether another writer holds a host is best effort: a file that cannot be
+    opened (no descriptor left, say) is answered with none, and the claim appends."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as mine, open_ledger(url) as theirs:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        try:
+            turns_file = mine.store.recorder.turns.path
+            real_open = os.open
+
+            def refused(path: str, *args: Any, **kwargs: Any) -> int:
+                if path == turns_file:
+                    raise OSError(24, "Too many open files")
+                return real_open(path, *args, **kwargs)
+
+            monkeypatch.setattr(os, "open", refused)
+            stream = provider_stream_id(host)
+            assert mine.store.turns_held_elsewhere([stream]) == []
+            monkeypatch.undo()
+            assert mine.store.turns_held_elsewhere([stream]) == [stream]
+        finally:
+            theirs.store.end_turns()

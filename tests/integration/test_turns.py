@@ -58,26 +58,33 @@ def _in_thread(work: Any) -> tuple[threading.Thread, threading.Event, list[BaseE
     return thread, done, errors
 
 
+def _waits_for_their_turn(mine: Ledger, theirs: Ledger, host: str,
+                          while_waiting: Any = lambda: None) -> None:
+    """My claim on ``host`` waits while they hold it (``while_waiting`` runs then), and,
+    once their append has ended their turn, decides on what they wrote: one append."""
+    appends = _appends(mine)
+    assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # mid-attempt
+    thread, done, errors = _in_thread(lambda: _claim(mine, host))
+    try:
+        assert not done.wait(0.5)  # I wait for their turn to end
+        assert appends == []
+        while_waiting()
+        _claim(theirs, host)  # their append ends their turn: my copy is now stale
+    finally:
+        theirs.store.end_turns()
+    thread.join(30)
+    assert done.is_set() and not errors, errors
+    assert appends == [1]  # decided on the fresh host: appended once, no clash
+    assert mine.provider(host).usages["VCPU"] == 3
+
+
 def test_a_writer_waits_for_the_host_another_holds_and_decides_on_what_it_wrote(
         durable_url: str) -> None:
     with open_ledger(durable_url) as mine, open_ledger(durable_url) as theirs:
         host = a_host(mine, vcpu=100)
         _claim(mine, host)  # my cache holds the host
         mine.policy.clashed([host])  # as after a clash: the host is contended
-        appends = _appends(mine)
-
-        assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # mid-attempt
-        thread, done, errors = _in_thread(lambda: _claim(mine, host))
-        try:
-            assert not done.wait(0.5)  # I wait for their turn to end
-            assert appends == []
-            _claim(theirs, host)  # their append ends their turn: my copy is now stale
-        finally:
-            theirs.store.end_turns()
-        thread.join(30)
-        assert done.is_set() and not errors, errors
-        assert appends == [1]  # decided on the fresh host: appended once, no clash
-        assert mine.provider(host).usages["VCPU"] == 3
+        _waits_for_their_turn(mine, theirs, host)
 
 
 def test_a_turn_is_let_go_when_the_attempt_ends_committed_or_refused(
@@ -127,27 +134,18 @@ def test_a_writer_that_never_clashed_lets_the_turn_holder_go_first(tmp_path: Any
     """SQLite: a writer about to append to a host another holds a turn on (one that
     clashed there) lets it go first and waits for the turn, though it never clashed there
     itself; else, writing to the host again and again, it could leave the other clashing
-    on every attempt (two writer processes on one host: one of them gave up with
-    ConcurrentUpdate in about half of the 0.5 s runs of python -m benchmarks.turns)."""
+    on every attempt (two writer processes on one host, turns on: one of them gave up with
+    ConcurrentUpdate in 2 of twelve 0.5 s runs)."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     with open_ledger(url) as mine, open_ledger(url) as theirs:
         host = a_host(mine, vcpu=100)
         _claim(mine, host)  # my cache holds the host: my next claim reads nothing
         assert not mine.policy.contended(host)
-        appends = _appends(mine)
-        assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # mid-attempt
-        thread, done, errors = _in_thread(lambda: _claim(mine, host))
-        try:
-            assert not done.wait(0.5)  # I let them go first: nothing appended
-            assert appends == []
-            assert mine.policy.contended(host)  # and take turns there from now on
-            _claim(theirs, host)  # their append ends their turn: my copy is now stale
-        finally:
-            theirs.store.end_turns()
-        thread.join(30)
-        assert done.is_set() and not errors, errors
-        assert appends == [1]  # decided on the fresh host: appended once, no clash
-        assert mine.provider(host).usages["VCPU"] == 3
+
+        def taking_turns_from_now_on() -> None:
+            assert mine.policy.contended(host)
+
+        _waits_for_their_turn(mine, theirs, host, taking_turns_from_now_on)
 
 
 def test_a_second_turn_is_taken_only_if_free_so_writers_never_wait_in_a_circle(

@@ -326,3 +326,43 @@ def test_a_question_the_system_refuses_is_no_turn_held(tmp_path: Any,
             assert mine.store.turns_held_elsewhere([stream]) == [stream]
         finally:
             theirs.store.end_turns()
+
+
+def test_a_writer_with_one_attempt_does_not_yield(tmp_path: Any) -> None:
+    """Yielding costs an attempt: a command allowed only one appends at once."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url, policy=WritePolicy(max_attempts=1)) as mine, \
+            open_ledger(url) as theirs:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)
+        try:
+            assert _claim(mine, host) is not None  # not ConcurrentUpdate
+        finally:
+            theirs.store.end_turns()
+
+
+def test_a_hung_holder_holds_up_a_writer_that_yields_briefly_and_once(
+        tmp_path: Any) -> None:
+    """A writer that yields to a holder that never lets go waits for it at most
+    YIELD_WAIT seconds (not the store's lock timeout), then appends without the turn; and
+    does not yield on that host again for a while."""
+    from allocation_ledger.adapters.turns import YIELD_WAIT
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with open_ledger(url) as mine, open_ledger(url) as theirs:
+        host = a_host(mine, vcpu=100)
+        _claim(mine, host)
+        assert theirs.store.take_turn(provider_stream_id(host), wait=True)  # and hangs
+        try:
+            began = time.monotonic()
+            _claim(mine, host)
+            waited = time.monotonic() - began
+            assert YIELD_WAIT * 0.9 <= waited < YIELD_WAIT + 5, waited
+            assert not mine.policy.yields_to(host)
+            began = time.monotonic()
+            _claim(mine, host)  # no second wait
+            assert time.monotonic() - began < YIELD_WAIT * 0.5
+        finally:
+            theirs.store.end_turns()
+        assert mine.provider(host).usages["VCPU"] == 3

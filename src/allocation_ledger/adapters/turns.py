@@ -29,9 +29,11 @@ free, so two writers never wait for each other in a circle.
   beside the database (``<database>-turns.lock``), the byte chosen by the stream id; threads
   and processes queue alike, and the kernel lets go when a process dies. A writer waits for
   it asleep in the kernel (:class:`FileLocks`, which also holds the store's writer lock,
-  ``adapters/sqlite.py``), not polling. A writer that takes no turn asks, before it
-  appends, whether another holds one on a stream it writes (:meth:`Turns.held_elsewhere`,
-  ``F_OFD_GETLK``), and lets it go first. Elsewhere (no OFD locks) there are no turns.
+  ``adapters/sqlite.py``), not polling. A command's first attempt that takes no turn asks,
+  before it appends, whether another holds one on a stream it writes
+  (:meth:`Turns.held_elsewhere`, ``F_OFD_GETLK``), and lets it go first, waiting for it
+  :data:`YIELD_WAIT` seconds at most (``WritePolicy.yields_to`` says when; a group
+  commit's append does not ask). Elsewhere (no OFD locks) there are no turns.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ PROCESS_QUEUES = 4096
 #: Bytes of the SQLite turns file that stream ids are spread over.
 FILE_SLOTS = 1 << 30
 TURNS_SUFFIX = "-turns.lock"
+#: Seconds a writer that found a stream held by another (:meth:`Turns.held_elsewhere`) waits
+#: for that stream's turn at most, on its next take: a turn lasts milliseconds, and a
+#: holder that hung must not hold up, for the store's whole lock timeout, a writer that had
+#: never been held up there.
+YIELD_WAIT = 2.0
 
 
 def stream_key(stream: UUID) -> int:
@@ -496,14 +503,19 @@ class FileTurns(Turns):
         slot = stream.int % FILE_SLOTS
         if slot in held:
             return True
-        fd = self._locks.take(slot, self._timeout if wait else 0)
+        timeout = self._timeout
+        yielded: set[int] = getattr(self._local, "yielded", set())
+        if slot in yielded:  # found held by another just before: not waited for long
+            yielded.discard(slot)
+            timeout = min(timeout, YIELD_WAIT)
+        fd = self._locks.take(slot, timeout if wait else 0)
         if fd is not None:
             held[slot] = fd
             self._local.held = held
             return True
         if wait:
             log.warning("no turn on stream %s within %ss: going on without it", stream,
-                        self._timeout)
+                        timeout)
         if not held:
             self.end()
         return False
@@ -517,7 +529,8 @@ class FileTurns(Turns):
     def held_elsewhere(self, streams: Iterable[UUID]) -> list[UUID]:
         """Those of ``streams`` whose byte another description locks, asked on a
         description of its own that locks nothing (``F_OFD_GETLK``: about 4 us with its
-        open and close). A question the system refuses (no descriptor left, say) is
+        open and close); this thread's next wait for one of them is at most
+        :data:`YIELD_WAIT`. A question the system refuses (no descriptor left, say) is
         answered with none: the writer then appends as it would without asking."""
         held: dict[int, int] = getattr(self._local, "held", None) or {}
         wanted = [s for s in streams if s.int % FILE_SLOTS not in held]
@@ -525,15 +538,17 @@ class FileTurns(Turns):
             return []
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                found = [s for s in wanted if struct.unpack("hhqqi4x", fcntl.fcntl(
+                    fd, fcntl.F_OFD_GETLK, _flock(fcntl.F_WRLCK, s.int % FILE_SLOTS)))[0]
+                         != fcntl.F_UNLCK]
+            finally:
+                os.close(fd)
         except OSError as err:
             log.warning("cannot ask for turns on %s (%s): appending without", self.path, err)
             return []
-        try:
-            return [s for s in wanted if struct.unpack("hhqqi4x", fcntl.fcntl(
-                fd, fcntl.F_OFD_GETLK, _flock(fcntl.F_WRLCK, s.int % FILE_SLOTS)))[0]
-                    != fcntl.F_UNLCK]
-        finally:
-            os.close(fd)
+        self._local.yielded = {s.int % FILE_SLOTS for s in found}
+        return found
 
 
 def file_turns(database: str | None, lock_timeout: float) -> Turns:

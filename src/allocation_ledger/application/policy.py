@@ -24,10 +24,14 @@ policy only trades reads against retries:
   is for the first contended provider of an attempt only (later ones are taken if free),
   and bounded by the store's lock timeout; after a wait in vain (its holder hung) the
   provider is written without turns for ``contended_for`` seconds. On SQLite, where it is
-  asked without a round trip, a first attempt about to append to a provider another writer
-  holds a turn on lets that writer go first and counts the provider as contended, though
-  it never clashed there itself: else a writer that keeps winning never takes turns, and
-  the one that keeps losing can lose every attempt.
+  asked without a round trip, the first attempt of a command decided alone (not in a group
+  commit) about to append to a provider another writer holds a turn on lets that writer go
+  first and counts the provider as contended, though it never clashed there itself: else a
+  writer that keeps winning never takes turns, and the one that keeps losing can lose every
+  attempt. Its next attempt waits for that turn a short while only
+  (``adapters/turns.py``, ``YIELD_WAIT``); a command with one attempt does not yield, nor
+  does any writer for ``NO_YIELD_FOR`` seconds on a provider whose turn was waited for in
+  vain.
 
 One policy is chosen per ledger in :mod:`allocation_ledger.bootstrap`.
 """
@@ -48,6 +52,9 @@ MAX_ATTEMPTS = 10
 CONTENDED_FOR = 2.0
 #: At most this many contended providers remembered (the oldest are let go first).
 REMEMBERED = 100_000
+#: Seconds after a turn on a provider was waited for in vain during which a writer that
+#: takes no turn there does not let another holder go first (the holder may have hung).
+NO_YIELD_FOR = 60.0
 
 
 @dataclass
@@ -131,6 +138,15 @@ class WritePolicy:
             return False
         given_up = self._no_turns.get(provider_uuid)
         return given_up is None or time.monotonic() - given_up >= self.contended_for
+
+    def yields_to(self, provider_uuid: str) -> bool:
+        """True when a writer that holds no turn on this provider is to let another
+        writer's turn there go first: turns are taken, and none on it was waited for in
+        vain within :data:`NO_YIELD_FOR` seconds."""
+        if not self.takes_turns:
+            return False
+        given_up = self._no_turns.get(provider_uuid)
+        return given_up is None or time.monotonic() - given_up >= NO_YIELD_FOR
 
     def turn_not_had(self, provider_uuid: str) -> None:
         """A turn on this provider was waited for in vain: go without turns there a while."""

@@ -55,8 +55,8 @@ from allocation_ledger.domain.values import RequestMeta
 class Trust(Protocol):
     """What a unit of work asks of the write policy (:class:`~.policy.WritePolicy`)."""
 
-    #: writers take turns on contended providers
-    takes_turns: bool
+    #: attempts in all before a command gives up
+    max_attempts: int
 
     def reads_cached(self, attempt: int, provider_uuid: str) -> bool:
         """True when ``attempt`` may take this provider from the cache unread."""
@@ -64,6 +64,10 @@ class Trust(Protocol):
 
     def takes_turn(self, provider_uuid: str) -> bool:
         """True when an attempt is to take a turn on this provider."""
+        ...
+
+    def yields_to(self, provider_uuid: str) -> bool:
+        """True when an attempt holding no turn on this provider lets another's go first."""
         ...
 
     def turn_not_had(self, provider_uuid: str) -> None:
@@ -270,15 +274,16 @@ class UnitOfWork:
         it is about to write: it lets that writer go first (noting the providers as
         contended, so that the next attempt waits its turn there), where it would else
         append at once and, writing again and again, leave that writer clashing on every
-        attempt. Only a first attempt yields (the next waits for the turn, or, if its
-        holder hung, goes without it); a store that cannot tell without a round trip
-        (PostgreSQL) never does."""
+        attempt. Only a first attempt of a command with more than one yields, where the
+        policy says to (``WritePolicy.yields_to``); the next attempt waits for the turn a
+        short while. A store that cannot tell without a round trip (PostgreSQL) never
+        yields."""
         policy = self._policy
         if (not self._turns or self._holding or policy is None or self._attempt != 1
-                or not policy.takes_turns):
+                or policy.max_attempts <= 1):
             return False
         written = {p.id: p.uuid for p in self._providers.values()
-                   if p is not None and p.pending_events}
+                   if p is not None and p.pending_events and policy.yields_to(p.uuid)}
         held = self.store.turns_held_elsewhere(written) if written else []
         if held:
             policy.clashed(written[stream] for stream in held)

@@ -258,9 +258,18 @@ def test_a_json_error_line_with_its_traceback_is_one_object_on_one_line() -> Non
     assert entry["time"].endswith("+00:00")
 
 
-def test_a_request_is_counted_before_the_end_of_its_answer_goes_out() -> None:
+@pytest.mark.parametrize(("status", "headers", "body", "counted_at"), [
+    (200, [(b"content-length", b"2")], b"{}", [None, 1.0]),  # at the end of its body
+    (204, [], b"", [1.0, 1.0]),  # a 204 is whole at its head: counted before it
+    (200, [(b"content-length", b"0")], b"", [1.0, 1.0]),
+])
+def test_a_request_is_counted_before_the_end_of_its_answer_goes_out(
+        status: int, headers: list[tuple[bytes, bytes]], body: bytes,
+        counted_at: list[float | None]) -> None:
     """The request's observation comes before the last part of its response is sent, so a
-    client that has its answer and asks ``GET /metrics`` (of any worker) finds it."""
+    client that has its answer and asks ``GET /metrics`` (of any worker) finds it. The
+    server writes a response's head as soon as it is sent, so an answer with no body is
+    counted before its head goes out: a client has a 204 whole from its head alone."""
     import asyncio
 
     from prometheus_client import CollectorRegistry
@@ -269,12 +278,13 @@ def test_a_request_is_counted_before_the_end_of_its_answer_goes_out() -> None:
     from allocation_ledger.metrics import RequestMetrics
 
     registry = CollectorRegistry()
-    labels = {"method": "PUT", "route": "/allocations/{consumer_uuid}", "status": "204"}
+    labels = {"method": "PUT", "route": "/allocations/{consumer_uuid}",
+              "status": str(status)}
     counted_when_sent: list[float | None] = []
 
     async def app(scope: object, receive: object, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 204, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def send(message: dict[str, Any]) -> None:
         counted_when_sent.append(
@@ -287,7 +297,7 @@ def test_a_request_is_counted_before_the_end_of_its_answer_goes_out() -> None:
                         RequestMetrics(registry))
     scope = {"type": "http", "method": "PUT", "path": "/allocations/x", "query_string": b""}
     asyncio.run(observed(scope, receive, send))  # type: ignore[arg-type]
-    assert counted_when_sent == [None, 1.0]  # not at the answer's start; at its end
+    assert counted_when_sent == counted_at
     assert registry.get_sample_value("ledger_http_request_seconds_count", labels) == 1.0
 
 

@@ -3,7 +3,8 @@
 
 :class:`Observed` wraps the whole application (a plain ASGI middleware, so 404s, 405s and
 refusals of the body are seen as well as the routes' answers). Just before the last part
-of the response goes out (or when the request ends without one) it logs one INFO line on
+of the response goes out (its head, when the answer has no body: a 204, a 304, a HEAD or
+``Content-Length: 0``; or when the request ends without one) it logs one INFO line on
 ``allocation_ledger.access`` (method, path, status, duration, request id, the caller's
 name, the client's address; each also a field of the record, so a JSON log has them as
 keys) and, when the server has metrics, observes the request's seconds by method, route
@@ -29,6 +30,8 @@ ACCESS = logging.getLogger("allocation_ledger.access")
 UNMATCHED = "unmatched"
 #: where a request's scope carries its :class:`Note` (the endpoint fills it in)
 NOTE = "allocation_ledger.note"
+#: statuses whose answer is its head alone (RFC 9110: no content, not modified)
+NO_BODY = frozenset({204, 304})
 _UNPRINTABLE = re.compile(r"[^\x21-\x7e]")
 
 Scope = MutableMapping[str, Any]
@@ -87,9 +90,17 @@ class Observed:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 seen["status"] = message["status"]
+                empty = False
                 for name, value in message.get("headers", ()):
                     if name.lower() == b"x-openstack-request-id":
                         seen["request_id"] = value.decode("latin-1")
+                    elif name.lower() == b"content-length":
+                        empty = value.strip() == b"0"
+                if empty or seen["status"] in NO_BODY or scope["method"] == "HEAD":
+                    # the server writes the head at once, and for an answer with no body
+                    # the head is the whole answer: the client has it before the (empty)
+                    # body message goes out
+                    done()
             elif not message.get("more_body", False):
                 # counted and logged before the answer's end goes out: a client that has
                 # its answer finds the request in the metrics, whichever worker it asks

@@ -12,6 +12,12 @@ of a stored event (stream UUID, version, topic text, state bytes) and its unique
   the statements): the floor of a batch written row by row.
 - ``copy_many(n)``: ``n`` rows in one transaction by ``COPY ... FROM STDIN`` on PostgreSQL,
   the fastest bulk path there is; SQLite has no COPY, so there it is ``executemany`` again.
+- ``insert_ordered``: one row per transaction, committed in the order its position was
+  taken, as a log that followers read by position must be: on PostgreSQL the transaction
+  takes the table's ``EXCLUSIVE`` lock before it inserts (as the event store's append
+  does, and ``eventsourcing``'s recorder before it), so transactions that insert follow
+  one another, each holding the lock until its commit is flushed; one round trip. SQLite's
+  write transactions follow one another anyway: there it is ``insert``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ class RawTable(Protocol):
         """Insert ``n`` rows by ``executemany`` in one transaction."""
         ...
 
+    def insert_ordered(self) -> None:
+        """Insert one row in a transaction of its own that commits in insert order."""
+        ...
+
     def copy_many(self, n: int) -> None:
         """Insert ``n`` rows by the database's bulk path in one transaction."""
         ...
@@ -64,6 +74,7 @@ class PostgresRawTable:
             "PRIMARY KEY (originator_id, originator_version))"
         )
         self._sql = f"INSERT INTO {self._table} VALUES (%s, %s, %s, %s)"
+        self._lock = f"LOCK TABLE {self._table} IN EXCLUSIVE MODE"
         self._copy = (f"COPY {self._table} (originator_id, originator_version, topic, state) "
                       "FROM STDIN")
 
@@ -75,6 +86,14 @@ class PostgresRawTable:
         """``n`` INSERTs by ``executemany`` (pipelined) in one transaction."""
         with self._conn.transaction(), self._conn.cursor() as cursor:
             cursor.executemany(self._sql, _rows(n))
+
+    def insert_ordered(self) -> None:
+        """BEGIN, the table's EXCLUSIVE lock, one INSERT, COMMIT: one round trip."""
+        with self._conn.pipeline():
+            self._conn.execute("BEGIN")
+            self._conn.execute(self._lock, prepare=True)
+            self._conn.execute(self._sql, (uuid.uuid4(), 1, TOPIC, STATE), prepare=True)
+            self._conn.execute("COMMIT")
 
     def copy_many(self, n: int) -> None:
         """``n`` rows by ``COPY FROM STDIN`` in one transaction."""
@@ -119,6 +138,10 @@ class SQLiteRawTable:
     def copy_many(self, n: int) -> None:
         """SQLite has no bulk path beyond ``executemany`` in one transaction."""
         self.insert_many(n)
+
+    def insert_ordered(self) -> None:
+        """SQLite's write transactions follow one another: :meth:`insert`."""
+        self.insert()
 
     def close(self) -> None:
         """Close the connection."""

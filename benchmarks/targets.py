@@ -60,7 +60,7 @@ from benchmarks.workload import (
     new_id,
     shared_claimer,
 )
-from benchmarks.writers import FLOOR, SHARED, run_writers
+from benchmarks.writers import FLOOR, ORDERED, SHARED, run_writers
 
 Progress = Callable[[str], None]
 #: Slices of each side of a CPU ratio (T1, T2, T5, T6), alternating.
@@ -258,13 +258,14 @@ def scaling(url: str, settings: Settings, progress: Progress) -> dict[str, Any]:
     target = floor_target(url)
     rounds = 1 if settings.quick else SCALING_ROUNDS
     piece = settings.duration if settings.quick else settings.duration / 3
-    sides = [(role, n) for n in (1, most) for role in (FLOOR, SHARED)]
+    roles = (FLOOR, SHARED, ORDERED) if url.startswith("postgres") else (FLOOR, SHARED)
+    sides = [(role, n) for n in (1, most) for role in roles]
     each_round: list[dict[str, Sample]] = []
     for round_ in range(rounds):
         progress(f"T3: 1 and {most} writer processes, round {round_ + 1} of {rounds}")
         shift = round_ % len(sides)
         each_round.append({
-            f"{role}_{n}": run_writers(role, target if role == FLOOR else url, n, piece, hosts)
+            f"{role}_{n}": run_writers(role, url if role == SHARED else target, n, piece, hosts)
             for role, n in [*sides[shift:], *sides[:shift]]})
     found = {name: combine([r[name] for r in each_round]) for name in each_round[0]}
     cpu, rate = _scaling_ratios(found, most)
@@ -287,6 +288,12 @@ def scaling(url: str, settings: Settings, progress: Progress) -> dict[str, Any]:
         "t3_rate": median_ratio([r for _, r in by_round if r is not None]),
         "t3_rate_pooled": rate,
         "t3_vs_floor": _ratio(found[f"{SHARED}_{most}"].rate, found[f"{FLOOR}_{most}"].rate),
+        # information: the same rate ratio over raw inserts that commit in insert order
+        # (PostgreSQL only; SQLite's raw inserts do already), as an ordered log must
+        **({"t3_rate_ordered": median_ratio([x for x in (
+            _ratio(r[f"{SHARED}_{most}"].rate * r[f"{ORDERED}_1"].rate,
+                   r[f"{SHARED}_1"].rate * r[f"{ORDERED}_{most}"].rate)
+            for r in each_round) if x is not None])} if ORDERED in roles else {}),
     }
 
 
@@ -521,11 +528,18 @@ def _split(kind: str, found: dict[str, Any]) -> Iterator[str]:
             (f"claim, {w['writers']} writer processes", w[f"{SHARED}_{w['writers']}"]),
             ("raw row, 1 writer process", w[f"{FLOOR}_1"]),
             (f"raw row, {w['writers']} writer processes", w[f"{FLOOR}_{w['writers']}"]),
+            *((("ordered raw row, 1 writer process", w[f"{ORDERED}_1"]),
+               (f"ordered raw row, {w['writers']} writer processes",
+                w[f"{ORDERED}_{w['writers']}"])) if f"{ORDERED}_1" in w else ()),
             (f"claim in-process, {h['clients']} threads", h["in_process"]),
     ):
         yield _cpu_row(label, item["cpu_per_item"], item["rate"])
     yield _cpu_row(f"claim over HTTP (serve's processes), {h['clients']} clients",
                    h["server_cpu_per_claim"], h["over_http"]["rate"])
+    if w.get("t3_rate_ordered") is not None:
+        yield (f"    T3 claims/s ({w['writers']})/(1) over ordered raw rows' (each insert "
+               f"taking the table's lock, as the append does), median: "
+               f"{_num(w['t3_rate_ordered'])}")
 
 
 def _cpu_row(label: str, cpu: dict[str, float], rate: float) -> str:

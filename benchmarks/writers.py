@@ -9,7 +9,8 @@ over the wall time from the first start to the last finish, the CPU every writer
 A writer either claims (role ``claims``: a new instance on its own host per operation, as
 a scheduler spreading instances over hosts would; role ``shared``: a new instance on one of
 a few hosts every writer claims on, picked at random, so that writers clash on provider
-streams) or inserts raw rows (role ``floor``).
+streams) or inserts raw rows (role ``floor``; ``ordered``: each in a transaction that commits
+in insert order, ``RawTable.insert_ordered``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ TIMEOUT = 300.0
 CLAIMS = "claims"
 SHARED = "shared"
 FLOOR = "floor"
+ORDERED = "ordered"
 
 
 def _operation(role: str, target: str, hosts: Sequence[str], appends: list[int],
@@ -45,6 +47,11 @@ def _operation(role: str, target: str, hosts: Sequence[str], appends: list[int],
 
         table = open_raw_table(target)
         return table.insert, table.close
+    if role == ORDERED:
+        from benchmarks.floor import open_raw_table
+
+        table = open_raw_table(target)
+        return table.insert_ordered, table.close
     from allocation_ledger.application.policy import WritePolicy
     from allocation_ledger.bootstrap import open_ledger
     from benchmarks.workload import a_host, claimer, shared_claimer

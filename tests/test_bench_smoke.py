@@ -258,3 +258,27 @@ def test_turns_bench_measures_both_sides(tmp_path: Path) -> None:
             assert run["rate"] > 0 and run["appends"] >= 1.0 and run["cpu_us"] > 0
     printed = report("sqlite", found)
     assert "  turns " in printed and "  no turns " in printed
+
+
+def test_door_bench_measures_every_layer(tmp_path: Path) -> None:
+    """``python -m benchmarks.door``: every side answered its requests (a failed request
+    stops the run), each figure from the server's own CPU, and the serve sides claimed."""
+    pytest.importorskip("uvicorn")
+    from benchmarks.door import measure, report
+
+    sides = measure(requests=64, clients=4, rounds=2, workdir=tmp_path)
+    assert [s.label for s in sides] == [
+        "uvicorn, bare ASGI app", "Starlette, one route",
+        "Starlette, one route + worker thread", "serve: GET / (no store read)",
+        "serve: claim", "serve --no-access-log: claim", "4 threads, Ledger.claim",
+        "4 threads, the PUT /allocations handler"]
+    for side in sides[:6]:
+        assert side.requests == 2 * 64, side
+    for side in sides:
+        assert side.requests > 0 and side.seconds > 0 and side.cpu > 0, side
+    for claimed in sides[4:6]:
+        assert len(claimed.hosts) == 4
+        with open_ledger(f"sqlite:///{tmp_path / f'door-{sides.index(claimed)}.db'}") as ledger:
+            used = sum(ledger.usages_in_tree(h)[h].get("VCPU", 0) for h in claimed.hosts)
+        assert used == 2 * 64 + 4 * 4  # the counted claims, and the warm-up's (64 // 4 // 4)
+    assert "serve: claim" in report(sides, 4)

@@ -42,16 +42,11 @@ def _operation(role: str, target: str, hosts: Sequence[str], appends: list[int],
     """The operation a writer repeats, and how to clean up after it; ``appends`` counts
     the appends a ledger asks of its store (refused ones too); ``turns``: whether the
     ledger's writers take turns on contended hosts (its write policy's ``takes_turns``)."""
-    if role == FLOOR:
+    if role in (FLOOR, ORDERED):
         from benchmarks.floor import open_raw_table
 
         table = open_raw_table(target)
-        return table.insert, table.close
-    if role == ORDERED:
-        from benchmarks.floor import open_raw_table
-
-        table = open_raw_table(target)
-        return table.insert_ordered, table.close
+        return (table.insert if role == FLOOR else table.insert_ordered), table.close
     from allocation_ledger.application.policy import WritePolicy
     from allocation_ledger.bootstrap import open_ledger
     from benchmarks.workload import a_host, claimer, shared_claimer

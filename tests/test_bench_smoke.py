@@ -274,11 +274,13 @@ def test_door_bench_measures_every_layer(tmp_path: Path) -> None:
         "4 threads, the PUT /allocations handler"]
     for side in sides[:6]:
         assert side.requests == 2 * 64, side
-    for side in sides:
-        assert side.requests > 0 and side.seconds > 0 and side.cpu > 0, side
+    for side in sides:  # the CPU is read in clock ticks: a few fast requests may read 0
+        assert side.requests > 0 and side.seconds > 0 and side.cpu >= 0, side
     for claimed in sides[4:6]:
+        assert claimed.cpu > 0, claimed  # 128 claims take several ticks
         assert len(claimed.hosts) == 4
         with open_ledger(f"sqlite:///{tmp_path / f'door-{sides.index(claimed)}.db'}") as ledger:
             used = sum(ledger.usages_in_tree(h)[h].get("VCPU", 0) for h in claimed.hosts)
         assert used == 2 * 64 + 4 * 4  # the counted claims, and the warm-up's (64 // 4 // 4)
+    assert all(side.cpu > 0 for side in sides[6:])  # seconds of claims in this process
     assert "serve: claim" in report(sides, 4)

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from uuid import uuid4
 
@@ -65,10 +66,8 @@ class InProcess:
 
     def operations(self, handler: bool) -> list[Callable[[], object]]:
         """One operation per thread: a claim on its own host."""
-        from benchmarks.workload import claimer
-
-        if not handler:
-            return [claimer(self.ledger, h) for h in self.hosts]
+        if not handler:  # the claim the HTTP sides send: 1 VCPU, a new consumer
+            return [partial(self._claim, h) for h in self.hosts]
         from allocation_ledger.http import microversion
         from allocation_ledger.http.allocations import put_allocations
         from allocation_ledger.http.auth import Caller
@@ -89,6 +88,10 @@ class InProcess:
             return claim
 
         return [put(_body(h)) for h in self.hosts]
+
+    def _claim(self, host: str) -> object:
+        return self.ledger.claim(str(uuid4()), {host: {"VCPU": 1}}, None, project_id="p",
+                                 user_id="u")
 
     def turn(self, side: Side, seconds: float) -> None:
         """Claims for ``seconds``, their CPU and count added to ``side``."""
@@ -178,7 +181,11 @@ def _app(kind: str) -> Iterator[tuple[int, int]]:
         yield port, proc.pid
     finally:
         proc.terminate()
-        proc.wait(timeout=15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _serve_pid(port: int) -> int:

@@ -88,12 +88,11 @@ class PostgresRawTable:
             cursor.executemany(self._sql, _rows(n))
 
     def insert_ordered(self) -> None:
-        """BEGIN, the table's EXCLUSIVE lock, one INSERT, COMMIT: one round trip."""
-        with self._conn.pipeline():
-            self._conn.execute("BEGIN")
+        """BEGIN, the table's EXCLUSIVE lock, one INSERT, COMMIT (ROLLBACK on an error):
+        one round trip."""
+        with self._conn.pipeline(), self._conn.transaction():
             self._conn.execute(self._lock, prepare=True)
             self._conn.execute(self._sql, (uuid.uuid4(), 1, TOPIC, STATE), prepare=True)
-            self._conn.execute("COMMIT")
 
     def copy_many(self, n: int) -> None:
         """``n`` rows by ``COPY FROM STDIN`` in one transaction."""

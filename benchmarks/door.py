@@ -17,8 +17,9 @@ from ``/proc/<pid>/stat`` (every thread of the process):
 - ``serve: claim``: ``PUT /allocations/{uuid}`` claiming 1 VCPU on the client's own host
   (SQLite store, group commit on, as ``serve`` defaults), with and without the access log;
 - in this process, no HTTP: as many threads as clients claiming through ``Ledger.claim``,
-  and through the handler of ``PUT /allocations/{uuid}`` (the body's validation and
-  ``Ledger.write_allocations``, what ``serve`` runs in its worker threads), group commit
+  and through the handler of ``PUT /allocations/{uuid}`` (the request's context with a new
+  request id, the body's validation and ``Ledger.write_allocations``: what ``serve`` runs
+  in its worker threads, and the id its event loop makes), group commit
   on, each on a host of its own; CPU by ``time.process_time``, taken while no client runs.
 
 Sides take turns in an order that rotates each round; the figures are pooled over the

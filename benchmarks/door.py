@@ -45,7 +45,7 @@ from uuid import uuid4
 
 from allocation_ledger.http.server import free_port, spawned
 from benchmarks.cpu import process_cpu
-from benchmarks.over_http import Connection, _host
+from benchmarks.over_http import Connection, _host, claim_body
 
 CLAIM = "claim"
 #: the in-process sides' "method": through ``Ledger.claim``, or the handler
@@ -88,7 +88,7 @@ class InProcess:
                 return reply
             return claim
 
-        return [put(_body(h)) for h in self.hosts]
+        return [put(claim_body(h)) for h in self.hosts]
 
     def _claim(self, host: str) -> object:
         return self.ledger.claim(str(uuid4()), {host: {"VCPU": 1}}, None, project_id="p",
@@ -126,19 +126,13 @@ class Side:
                 "server_cpu_us": round(self.cpu / self.requests * 1e6, 1)}
 
 
-def _body(host: str) -> bytes:
-    return json.dumps({"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
-                       "user_id": "u", "consumer_generation": None,
-                       "consumer_type": "INSTANCE"}).encode()
-
-
 async def _drive(side: Side, clients: int, each: int) -> float:
     """``each`` requests by each of ``clients`` connections; the seconds they took."""
     conns = await asyncio.gather(*(Connection.open(side.port) for _ in range(clients)))
     hosts = list(side.hosts) or [str(uuid4())] * clients
 
     async def client(conn: Connection, host: str) -> None:
-        body = _body(host) if side.method == "PUT" else b""
+        body = claim_body(host) if side.method == "PUT" else b""
         for _ in range(each):
             path = side.path.replace("{uuid}", str(uuid4()))
             status = await conn.call(side.method, path, body)

@@ -120,11 +120,17 @@ async def _host(port: int) -> str:
     return host
 
 
-async def _claims(conn: Connection, host: str, count: int) -> list[int]:
-    """``count`` new consumers claim on ``host``; the statuses that were not 204."""
-    body = json.dumps({"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
+def claim_body(host: str) -> bytes:
+    """The body of ``PUT /allocations/{uuid}`` claiming 1 VCPU on ``host`` for a new
+    consumer (microversion 1.39)."""
+    return json.dumps({"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
                        "user_id": "u", "consumer_generation": None,
                        "consumer_type": "INSTANCE"}).encode()
+
+
+async def _claims(conn: Connection, host: str, count: int) -> list[int]:
+    """``count`` new consumers claim on ``host``; the statuses that were not 204."""
+    body = claim_body(host)
     failures = []
     for _ in range(count):
         status = await conn.call("PUT", f"/allocations/{uuid4()}", body)

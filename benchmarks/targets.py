@@ -291,9 +291,8 @@ def scaling(url: str, settings: Settings, progress: Progress) -> dict[str, Any]:
         # information: the same rate ratio over raw inserts that commit in insert order
         # (PostgreSQL only; SQLite's raw inserts do already), as an ordered log must
         **({"t3_rate_ordered": median_ratio([x for x in (
-            _ratio(r[f"{SHARED}_{most}"].rate * r[f"{ORDERED}_1"].rate,
-                   r[f"{SHARED}_1"].rate * r[f"{ORDERED}_{most}"].rate)
-            for r in each_round) if x is not None])} if ORDERED in roles else {}),
+            _scaling_ratios(r, most, ORDERED)[1] for r in each_round) if x is not None])}
+           if ORDERED in roles else {}),
     }
 
 
@@ -301,11 +300,13 @@ def _cpu_each(s: Sample) -> float:
     return (s.client_cpu + s.backend_cpu) / s.count
 
 
-def _scaling_ratios(found: dict[str, Sample], most: int) -> tuple[float | None, float | None]:
+def _scaling_ratios(found: dict[str, Sample], most: int,
+                    floor: str = FLOOR) -> tuple[float | None, float | None]:
     """T3's CPU ratio (CPU per claim (most)/(1) over raw's) and rate ratio (claims/s
-    (most)/(1) over raw's) of one set of the four runs."""
+    (most)/(1) over raw's) of one set of runs, raw being the processes of role ``floor``
+    (the plain raw floor, or the ordered one)."""
     claims_1, claims_n = found[f"{SHARED}_1"], found[f"{SHARED}_{most}"]
-    raw_1, raw_n = found[f"{FLOOR}_1"], found[f"{FLOOR}_{most}"]
+    raw_1, raw_n = found[f"{floor}_1"], found[f"{floor}_{most}"]
     return (_ratio(_cpu_each(claims_n) * _cpu_each(raw_1),
                    _cpu_each(claims_1) * _cpu_each(raw_n)),
             _ratio(claims_n.rate * raw_1.rate, claims_1.rate * raw_n.rate))

@@ -134,19 +134,19 @@ class WritePolicy:
         """True when an attempt is to take a turn on this provider: it is contended, and no
         turn on it was waited for in vain within ``contended_for`` seconds (a writer that
         hung holding it would make every claim there wait the whole lock timeout)."""
-        if not (self.takes_turns and self.contended(provider_uuid)):
-            return False
-        given_up = self._no_turns.get(provider_uuid)
-        return given_up is None or time.monotonic() - given_up >= self.contended_for
+        return (self.takes_turns and self.contended(provider_uuid)
+                and not self._given_up_within(provider_uuid, self.contended_for))
 
     def yields_to(self, provider_uuid: str) -> bool:
         """True when a writer that holds no turn on this provider is to let another
         writer's turn there go first: turns are taken, and none on it was waited for in
         vain within :data:`NO_YIELD_FOR` seconds."""
-        if not self.takes_turns:
-            return False
+        return self.takes_turns and not self._given_up_within(provider_uuid, NO_YIELD_FOR)
+
+    def _given_up_within(self, provider_uuid: str, seconds: float) -> bool:
+        """True when a turn on this provider was waited for in vain within ``seconds``."""
         given_up = self._no_turns.get(provider_uuid)
-        return given_up is None or time.monotonic() - given_up >= NO_YIELD_FOR
+        return given_up is not None and time.monotonic() - given_up < seconds
 
     def turn_not_had(self, provider_uuid: str) -> None:
         """A turn on this provider was waited for in vain: go without turns there a while."""

@@ -92,9 +92,10 @@ class Observed:
                 seen["status"] = message["status"]
                 empty = False
                 for name, value in message.get("headers", ()):
-                    if name.lower() == b"x-openstack-request-id":
+                    lowered = name.lower()
+                    if lowered == b"x-openstack-request-id":
                         seen["request_id"] = value.decode("latin-1")
-                    elif name.lower() == b"content-length":
+                    elif lowered == b"content-length":
                         empty = value.strip() == b"0"
                 if empty or seen["status"] in NO_BODY or scope["method"] == "HEAD":
                     # the server writes the head at once, and for an answer with no body
